@@ -1,0 +1,213 @@
+// Package cli implements the tqscavenger command: flag parsing, opening the
+// store, and printing results. It wires the other packages together and
+// holds no scavenging policy of its own.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+)
+
+// Exit statuses.
+const (
+	ExitOK       = 0 // the pass completed
+	ExitFailed   = 1 // the pass failed
+	ExitUsage    = 2 // bad input: flags, DSN, missing database or schema
+	ExitBadRows  = 3 // the pass completed but some rows could not be processed
+	exitSignaled = 130
+)
+
+// usageError is bad input: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a command runs with.
+type env struct {
+	stdout, stderr io.Writer
+	exit           int // set by commands that finish with a non-zero status but no error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "make one scavenger pass over a database", runCmd},
+		{"demo", "create a demo SQLite database, scavenge it, show before and after", demoCmd},
+		{"seed", "write synthetic Temporal-format queues and tasks", seedCmd},
+		{"schema", "schema setup | schema check: create or inspect Temporal's task tables", schemaCmd},
+	}
+}
+
+// Main runs the command line args and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.name == args[0] {
+			cmd = &c
+			break
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "tqscavenger: unknown command %q: run `tqscavenger help` for the list\n", args[0])
+		return ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{stdout: stdout, stderr: stderr}
+	err := cmd.run(ctx, e, args[1:])
+	switch {
+	case err == nil:
+		return e.exit
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "tqscavenger %s: interrupted\n", cmd.name)
+		return exitSignaled
+	}
+	fmt.Fprintf(stderr, "tqscavenger %s: %s\n", cmd.name, oneLine(err))
+	if isUsage(err) {
+		return ExitUsage
+	}
+	return ExitFailed
+}
+
+// isUsage reports errors that are the user's input, not the pass.
+func isUsage(err error) bool {
+	var ue usageError
+	return errors.As(err, &ue) ||
+		errors.Is(err, sqlstore.ErrBadDSN) ||
+		errors.Is(err, sqlstore.ErrUnavailable) ||
+		errors.Is(err, sqlstore.ErrSchema) ||
+		errors.Is(err, sqlstore.ErrLocked)
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "tqscavenger: deletes expired tasks and idle, empty task queues from Temporal's SQL task tables.")
+	fmt.Fprintln(w, "\nUsage: tqscavenger COMMAND [flags]   (tqscavenger COMMAND -h for its flags)")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nDatabases: --db postgres://user:pass@host:5432/db | mysql://user:pass@host:3306/db | sqlite:PATH | PATH")
+	fmt.Fprintln(w, "           or the environment variable TQSCAVENGER_DB.")
+	fmt.Fprintln(w, "Exit status: 0 pass complete, 1 pass failed, 2 bad input, 3 pass complete but some rows could not be processed.")
+}
+
+// newFlags returns a flag set whose errors go to stderr and return an
+// error (exit status 2), never exit the process.
+func newFlags(e *env, name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: tqscavenger %s %s\n\nFlags (each also from the environment as TQSCAVENGER_NAME):\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args and fills every flag not given from the environment
+// (TQSCAVENGER_ + the flag name in upper case, '-' as '_').
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (flags go before it? see -h)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: %v", name, v, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return usagef("bad environment variable %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func envName(flagName string) string {
+	return "TQSCAVENGER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// logFlags are the logging flags every command shares.
+type logFlags struct {
+	level, format string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
+}
+
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, usagef("--log-level %q: use debug, info, warn or error", l.level)
+	}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redactAttr}
+	switch l.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format %q: use text or json", l.format)
+}
+
+// redactAttr masks passwords in any logged DSN.
+func redactAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == "db" || a.Key == "dsn" {
+		return slog.String(a.Key, sqlstore.Redact(a.Value.String()))
+	}
+	return a
+}
+
+// open opens the store named by dsn, mapping failures to clear errors.
+func open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB, error) {
+	if dsn == "" {
+		return nil, usagef("no database: pass --db DSN or set TQSCAVENGER_DB (postgres://…, mysql://…, sqlite:PATH or a file path)")
+	}
+	return sqlstore.Open(ctx, dsn, opts)
+}

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/report"
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/seed"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+func seedCmd(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "seed", "--db DSN [flags]")
+	var (
+		dsn                string
+		spec               seed.Spec
+		expired, noExpiry  float64
+		layout, table, ns  string
+		idle               time.Duration
+		setup              bool
+		queues, tasks, sub int
+	)
+	fs.StringVar(&dsn, "db", "", "database DSN (a missing SQLite file is created)")
+	fs.IntVar(&queues, "queues", 100, "number of queues")
+	fs.IntVar(&tasks, "tasks", 100, "tasks per queue and subqueue")
+	fs.Float64Var(&expired, "expired", 0.5, "share of tasks already expired (0..1)")
+	fs.Float64Var(&noExpiry, "no-expiry", 0.25, "share of tasks that never expire (0..1); the rest expire in an hour")
+	fs.StringVar(&layout, "layout", string(seed.ExpiredFirst), "where expired tasks sit: expired-first, live-first or shuffled")
+	fs.DurationVar(&idle, "idle", 72*time.Hour, "age of each queue's last_update_time")
+	fs.IntVar(&sub, "subqueues", 1, "subqueues per queue (priority levels)")
+	fs.StringVar(&table, "table", "v1", "table version to write: v1 or v2")
+	fs.StringVar(&spec.NamePrefix, "name-prefix", "seed", "queue names are PREFIX-0, PREFIX-1, …")
+	fs.StringVar(&ns, "namespace", seed.DefaultNamespace.String(), "namespace id (UUID)")
+	fs.BoolVar(&setup, "setup", true, "create the task tables first if they do not exist")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if queues < 0 || tasks < 0 || sub < 1 {
+		return usagef("--queues and --tasks must be >= 0 and --subqueues >= 1")
+	}
+	if expired < 0 || noExpiry < 0 || expired+noExpiry > 1 {
+		return usagef("--expired %.2f and --no-expiry %.2f must be shares within 0..1 that add up to at most 1", expired, noExpiry)
+	}
+	switch seed.Layout(layout) {
+	case seed.ExpiredFirst, seed.LiveFirst, seed.Shuffled:
+	default:
+		return usagef("--layout %q: use expired-first, live-first or shuffled", layout)
+	}
+	switch table {
+	case "v1":
+		spec.Table = store.V1
+	case "v2":
+		spec.Table = store.V2
+	default:
+		return usagef("--table %q: use v1 or v2", table)
+	}
+	nsID, err := wire.ParseNamespaceID(ns)
+	if err != nil {
+		return usagef("--namespace: %v", err)
+	}
+	spec.Namespace, spec.Queues, spec.TasksPerQueue, spec.Subqueues = nsID, queues, tasks, sub
+	spec.Expired, spec.NoExpiry, spec.Layout, spec.IdleAge = expired, noExpiry, seed.Layout(layout), idle
+	db, err := open(ctx, dsn, sqlstore.Options{Create: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if setup {
+		if err := db.Setup(ctx); err != nil {
+			return err
+		}
+	} else if _, err := db.Check(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := seed.Write(ctx, db, spec)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "seeded %d queues, %d tasks (%d expired, %d never expire, %d expire later) into %s in %s\n",
+		res.Queues, res.Tasks, res.Expired, res.NoExpiry, res.Future, db.DSN(), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// demoPath is where demo writes unless told otherwise.
+const demoPath = "tqscavenger-demo.db"
+
+func demoCmd(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "demo", "[--db PATH]")
+	var path string
+	var lf logFlags
+	fs.StringVar(&path, "db", demoPath, "SQLite file to create (an existing demo file is replaced)")
+	lf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := lf.logger(e.stderr)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err == nil {
+		if path != demoPath {
+			return usagef("%s exists: demo creates a fresh file; remove it or pick another --db", path)
+		}
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	db, err := sqlstore.Open(ctx, "sqlite:"+path, sqlstore.Options{Create: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Setup(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	var total seed.Result
+	for _, s := range demoData(now) {
+		res, err := seed.Write(ctx, db, s)
+		if err != nil {
+			return err
+		}
+		total.Queues += res.Queues
+		total.Tasks += res.Tasks
+	}
+	fmt.Fprintf(e.stdout, "Created %s: %d task queues, %d tasks in Temporal's tables and format.\n\nBefore:\n", path, total.Queues, total.Tasks)
+	before, err := report.Take(ctx, db, report.Options{Now: now})
+	if err != nil {
+		return err
+	}
+	before.WriteText(e.stdout)
+
+	cfg := scavenger.Config{Now: func() time.Time { return now }, Logger: log}
+	st, err := scavenger.New(db, cfg).Run(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "\nScavenger pass:")
+	printSummary(e.stdout, st, false)
+	after, err := report.Take(ctx, db, report.Options{Now: now})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "\nAfter:")
+	after.WriteText(e.stdout)
+	fmt.Fprintf(e.stdout, "\nEvery expired task is gone, every live one is still there, and idle empty queues are deleted.\n"+
+		"Inspect the file: sqlite3 %s 'SELECT count(*) FROM tasks'   or rerun: go run ./cmd/tqscavenger run --db %s --dry-run\n", path, path)
+	return nil
+}
+
+// demoData is a small, realistic mix: busy queues with an expired backlog
+// ahead of live work, idle queues that only hold expired tasks, recently
+// used queues, empty idle queues, and workflow queues whose tasks never
+// expire.
+func demoData(now time.Time) []seed.Spec {
+	return []seed.Spec{
+		{NamePrefix: "orders-activities", Queues: 20, TasksPerQueue: 200, Expired: 0.6, NoExpiry: 0.2, IdleAge: 72 * time.Hour, Now: now},
+		{NamePrefix: "billing-abandoned", Queues: 10, TasksPerQueue: 150, Expired: 1, IdleAge: 96 * time.Hour, Now: now},
+		{NamePrefix: "email-recent", Queues: 10, TasksPerQueue: 100, Expired: 1, IdleAge: time.Hour, Now: now},
+		{NamePrefix: "reports-empty", Queues: 5, TasksPerQueue: 0, IdleAge: 100 * time.Hour, Now: now},
+		{NamePrefix: "orders-workflows", TaskType: wire.TaskTypeWorkflow, Queues: 10, TasksPerQueue: 50, NoExpiry: 1, IdleAge: 72 * time.Hour, Now: now},
+	}
+}
+
+func schemaCmd(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || (args[0] != "setup" && args[0] != "check") {
+		return usagef("use `schema setup --db DSN` or `schema check --db DSN`")
+	}
+	sub := args[0]
+	fs := newFlags(e, "schema "+sub, "--db DSN")
+	var dsn string
+	fs.StringVar(&dsn, "db", "", "database DSN")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	db, err := open(ctx, dsn, sqlstore.Options{Create: sub == "setup"})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if sub == "setup" {
+		if err := db.Setup(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "created Temporal's task tables (task_queues, tasks, task_queues_v2, tasks_v2) in %s\n", db.DSN())
+		return nil
+	}
+	info, err := db.Check(ctx)
+	fmt.Fprint(e.stdout, info)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "ok: tqscavenger can scavenge this database")
+	return nil
+}

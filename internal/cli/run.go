@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// scavengeFlags are the flags that make a scavenger.Config, shared by run
+// and serve.
+type scavengeFlags struct {
+	db       string
+	compat   string
+	dryRun   bool
+	now      string
+	workers  int
+	page     int
+	batch    int
+	perJob   int
+	deferred int
+	grace    time.Duration
+	retryMin time.Duration
+	retryMax time.Duration
+	protect  multiFlag
+	tables   string
+	stmtTO   time.Duration
+	maxConns int
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag struct {
+	vals []string
+	set  bool
+}
+
+func (m *multiFlag) String() string { return strings.Join(m.vals, ",") }
+func (m *multiFlag) Set(v string) error {
+	m.set = true
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			m.vals = append(m.vals, s)
+		}
+	}
+	return nil
+}
+
+func (f *scavengeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.db, "db", "", "database DSN: postgres://…, mysql://…, sqlite:PATH or a file path")
+	fs.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
+	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
+	fs.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
+	fs.IntVar(&f.workers, "workers", 0, "queues processed at once (default 32)")
+	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement (default 32)")
+	fs.IntVar(&f.batch, "task-batch-size", 0, "tasks read per statement (default 16)")
+	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a queue job examines before yielding its worker (default 256)")
+	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass (default 10000)")
+	fs.DurationVar(&f.grace, "grace", 0, "idle time before an empty queue may be deleted (default 48h)")
+	fs.DurationVar(&f.retryMin, "retry-initial", 0, "first backoff after a transient error (default 250ms)")
+	fs.DurationVar(&f.retryMax, "retry-max", 0, "backoff cap for transient errors (default 30s)")
+	fs.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+scavenger.TemporalProtectedPrefix+`")`)
+	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
+	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default 8; SQLite uses one)")
+}
+
+func nonNegative(name string, v int) error {
+	if v < 0 {
+		return usagef("--%s %d: must be positive (or 0 for the default)", name, v)
+	}
+	return nil
+}
+
+func (f *scavengeFlags) config() (scavenger.Config, error) {
+	var c scavenger.Config
+	switch f.compat {
+	case "", "none", "tqscavenger":
+	case "temporal":
+		c.Compat = scavenger.CompatTemporal
+	default:
+		return c, usagef("--compat %q: use \"temporal\" or leave it out", f.compat)
+	}
+	for name, v := range map[string]int{"workers": f.workers, "list-page-size": f.page, "task-batch-size": f.batch, "tasks-per-job": f.perJob, "max-deferred": f.deferred, "max-conns": f.maxConns} {
+		if err := nonNegative(name, v); err != nil {
+			return c, err
+		}
+	}
+	for name, v := range map[string]time.Duration{"grace": f.grace, "retry-initial": f.retryMin, "retry-max": f.retryMax, "statement-timeout": f.stmtTO} {
+		if v < 0 {
+			return c, usagef("--%s %s: must not be negative", name, v)
+		}
+	}
+	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
+	c.Grace, c.RetryInitial, c.RetryMax = f.grace, f.retryMin, f.retryMax
+	c.DryRun = f.dryRun
+	if f.protect.set {
+		c.ProtectedPrefixes = []string{}
+		for _, p := range f.protect.vals {
+			if p != "none" {
+				c.ProtectedPrefixes = append(c.ProtectedPrefixes, p)
+			}
+		}
+	}
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.now)
+		if err != nil {
+			return c, usagef("--now %q: use RFC 3339, e.g. 2026-11-30T12:00:00Z", f.now)
+		}
+		c.Now = func() time.Time { return t }
+	}
+	switch f.tables {
+	case "", "all":
+	case "v1":
+		c.Tables = []store.Table{store.V1}
+	case "v2":
+		c.Tables = []store.Table{store.V2}
+	default:
+		return c, usagef("--tables %q: use v1, v2 or all", f.tables)
+	}
+	if err := c.Validate(); err != nil {
+		return c, usageError{err}
+	}
+	return c, nil
+}
+
+func (f *scavengeFlags) storeOptions() sqlstore.Options {
+	return sqlstore.Options{StatementTimeout: f.stmtTO, MaxConns: f.maxConns}
+}
+
+// openChecked opens the store and refuses a database without usable task
+// tables. Only the tables present and usable are scavenged.
+func openChecked(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB, sqlstore.SchemaInfo, error) {
+	db, err := open(ctx, dsn, opts)
+	if err != nil {
+		return nil, sqlstore.SchemaInfo{}, err
+	}
+	info, err := db.Check(ctx)
+	if err != nil {
+		db.Close()
+		return nil, info, err
+	}
+	return db, info, nil
+}
+
+func runCmd(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "run", "--db DSN [flags]")
+	var sf scavengeFlags
+	var lf logFlags
+	var progress string
+	var waitLock bool
+	sf.register(fs)
+	lf.register(fs)
+	fs.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
+	fs.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return err
+	}
+	log, err := lf.logger(e.stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
+	switch progress {
+	case "auto", "always", "never":
+	default:
+		return usagef("--progress %q: use auto, always or never", progress)
+	}
+	db, info, err := openChecked(ctx, sf.db, sf.storeOptions())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if cfg.Tables == nil {
+		cfg.Tables = info.Tables
+	}
+	unlock, err := db.Lock(ctx, waitLock)
+	if err != nil {
+		if errors.Is(err, sqlstore.ErrLocked) {
+			return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
+		}
+		return err
+	}
+	defer unlock()
+
+	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(cfg.Tables), "dry_run", cfg.DryRun)
+	s := scavenger.New(db, cfg)
+	stopProgress := startProgress(e.stderr, progress, s)
+	st, err := s.Run(ctx)
+	stopProgress()
+	printSummary(e.stdout, st, cfg.DryRun)
+	if err != nil {
+		return err
+	}
+	if st.BadRowCount > 0 || st.Errors > 0 {
+		e.exit = ExitBadRows
+	}
+	return nil
+}
+
+// startProgress prints a progress line on w every half second while the
+// pass runs, if w is a terminal (or always).
+func startProgress(w io.Writer, mode string, s *scavenger.Scavenger) (stop func()) {
+	if mode == "never" || (mode == "auto" && !isTerminal(w)) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				st := s.Stats()
+				rate := 0.0
+				if st.Elapsed > 0 {
+					rate = float64(st.TasksDeleted) / st.Elapsed.Seconds()
+				}
+				fmt.Fprintf(w, "\r\033[Kqueues %d/%d listed, %d deleted; tasks %d examined, %d deleted (%.0f/s)",
+					st.QueuesProcessed, st.QueuesListed, st.QueuesDeleted, st.TasksProcessed, st.TasksDeleted, rate)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
+	verb := "deleted"
+	if dry {
+		verb = "would delete"
+	}
+	fmt.Fprintf(w, "queues: %d processed, %s %d", st.QueuesProcessed, verb, st.QueuesDeleted)
+	if st.QueuesKept > 0 {
+		fmt.Fprintf(w, ", %d kept (taken by a matching host since listed)", st.QueuesKept)
+	}
+	fmt.Fprintf(w, "\ntasks:  %d examined, %s %d\n", st.TasksProcessed, verb, st.TasksDeleted)
+	if st.Deferred > 0 || st.Dropped > 0 || st.Retries > 0 {
+		fmt.Fprintf(w, "jobs:   %d deferred, %d dropped; %d transient errors retried\n", st.Deferred, st.Dropped, st.Retries)
+	}
+	if st.Errors > 0 {
+		fmt.Fprintf(w, "errors: %d queue jobs failed (see the log)\n", st.Errors)
+	}
+	if st.BadRowCount > 0 {
+		fmt.Fprintf(w, "bad rows: %d could not be processed and were kept:\n", st.BadRowCount)
+		for _, b := range st.BadRows {
+			fmt.Fprintf(w, "  %s\n", b)
+		}
+		if int64(len(st.BadRows)) < st.BadRowCount {
+			fmt.Fprintf(w, "  … and %d more (see the log)\n", st.BadRowCount-int64(len(st.BadRows)))
+		}
+	}
+	fmt.Fprintf(w, "time:   %s\n", st.Elapsed.Round(time.Millisecond))
+}

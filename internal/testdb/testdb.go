@@ -1,0 +1,157 @@
+// Package testdb gives each test its own empty task store on a real
+// engine: a SQLite file in a temporary directory, a fresh PostgreSQL
+// schema, or a fresh MySQL/MariaDB database.
+//
+// PostgreSQL and MySQL come from the DSNs in TQS_TEST_POSTGRES and
+// TQS_TEST_MYSQL. Without them their tests skip with a message naming the
+// variable; under CI=true a missing variable or an unreachable server fails
+// the test instead, so CI cannot pass by skipping.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+)
+
+// Engines lists every engine, in the order tests run them.
+var Engines = []sqlstore.Engine{sqlstore.SQLite, sqlstore.Postgres, sqlstore.MySQL}
+
+// EnvVar names the variable holding the test server DSN of e.
+func EnvVar(e sqlstore.Engine) string {
+	switch e {
+	case sqlstore.Postgres:
+		return "TQS_TEST_POSTGRES"
+	case sqlstore.MySQL:
+		return "TQS_TEST_MYSQL"
+	}
+	return ""
+}
+
+// unavailable skips the test, or fails it under CI=true.
+func unavailable(t testing.TB, format string, a ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, a...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: PostgreSQL and MySQL tests must run)", msg)
+	}
+	t.Skip(msg)
+}
+
+// DSN creates an empty store for the test on engine e, with Temporal's four
+// task tables, and returns its DSN. It is dropped when the test ends.
+func DSN(t testing.TB, e sqlstore.Engine) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var dsn string
+	switch e {
+	case sqlstore.SQLite:
+		dsn = "sqlite:" + filepath.Join(t.TempDir(), "tasks.db")
+	case sqlstore.Postgres, sqlstore.MySQL:
+		base := os.Getenv(EnvVar(e))
+		if base == "" {
+			unavailable(t, "%s tests skipped: set %s to a server DSN, e.g. %s", e, EnvVar(e), example(e))
+		}
+		dsn = fresh(t, ctx, e, base)
+	default:
+		t.Fatalf("unknown engine %q", e)
+	}
+	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Create: true})
+	if err != nil {
+		t.Fatalf("open test store: %v", err)
+	}
+	defer db.Close()
+	if err := db.Setup(ctx); err != nil {
+		t.Fatalf("create task tables: %v", err)
+	}
+	return dsn
+}
+
+// Open returns an open store from DSN(t, e), closed when the test ends.
+func Open(t testing.TB, e sqlstore.Engine) *sqlstore.DB {
+	t.Helper()
+	return OpenDSN(t, DSN(t, e))
+}
+
+// OpenDSN opens dsn and closes it when the test ends.
+func OpenDSN(t testing.TB, dsn string) *sqlstore.DB {
+	t.Helper()
+	db, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+	if err != nil {
+		t.Fatalf("open %s: %v", sqlstore.Redact(dsn), err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func example(e sqlstore.Engine) string {
+	if e == sqlstore.Postgres {
+		return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	return "mysql://root@127.0.0.1:3306/test"
+}
+
+func randomName() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "tqs_" + hex.EncodeToString(b)
+}
+
+// fresh makes a new PostgreSQL schema or MySQL database on the server of
+// base and returns a DSN that uses it.
+func fresh(t testing.TB, ctx context.Context, e sqlstore.Engine, base string) string {
+	t.Helper()
+	admin, err := sqlstore.Open(ctx, base, sqlstore.Options{})
+	if err != nil {
+		unavailable(t, "%s unreachable via %s: %v", e, EnvVar(e), err)
+	}
+	name := randomName()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvVar(e), err)
+	}
+	q := u.Query()
+	var create, drop string
+	if e == sqlstore.Postgres {
+		create, drop = "CREATE SCHEMA "+name, "DROP SCHEMA "+name+" CASCADE"
+		q.Set("search_path", name)
+	} else {
+		create, drop = "CREATE DATABASE "+name, "DROP DATABASE "+name
+		u.Path = "/" + name
+	}
+	u.RawQuery = q.Encode()
+	if _, err := admin.SQL().ExecContext(ctx, create); err != nil {
+		admin.Close()
+		t.Fatalf("%s: %v", create, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.SQL().ExecContext(ctx, drop); err != nil && !strings.Contains(err.Error(), "doesn't exist") {
+			t.Errorf("%s: %v", drop, err)
+		}
+		admin.Close()
+	})
+	return u.String()
+}
+
+// Exec runs plain SQL on a store, for tests that corrupt or inspect rows.
+func Exec(t testing.TB, db *sqlstore.DB, query string, args ...any) sql.Result {
+	t.Helper()
+	res, err := db.SQL().ExecContext(context.Background(), query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return res
+}

@@ -1,0 +1,148 @@
+package scavenger
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// Compat selects whose behaviour a pass follows.
+type Compat string
+
+const (
+	// CompatNone is tqscavenger's own mode: Temporal's deletion rule
+	// (expired tasks; idle, empty queues, fenced on range_id) applied to
+	// every subqueue and table, without Temporal's gaps.
+	CompatNone Compat = ""
+	// CompatTemporal is exactly what Temporal's scavenger deletes: the v1
+	// tables, subqueue 0, batch by batch, with Temporal's knob values.
+	CompatTemporal Compat = "temporal"
+)
+
+// Temporal's scavenger constants (service/worker/scanner/taskqueue).
+const (
+	TemporalWorkers       = 32
+	TemporalListPageSize  = 32
+	TemporalTaskBatchSize = 16
+	TemporalTasksPerJob   = 256
+	TemporalGrace         = 48 * time.Hour
+	TemporalMaxDeferred   = 10000
+	TemporalRetryInitial  = 250 * time.Millisecond
+	TemporalRetryMax      = 30 * time.Second
+	// TemporalProtectedPrefix is the queue-name prefix Temporal never
+	// deletes. It matches no real queue: Temporal's own scanner queue is
+	// named "temporal-sys-tq-scanner-taskqueue-0".
+	TemporalProtectedPrefix = "temporal-sys-tl-scanner"
+)
+
+// Config configures a Scavenger. The zero value of each field means its
+// documented default.
+type Config struct {
+	// Compat selects the mode; see CompatTemporal.
+	Compat Compat
+
+	// Workers is the number of queues processed at once. Default 32.
+	Workers int
+	// ListPageSize is how many queue rows one listing statement reads.
+	// Default 32.
+	ListPageSize int
+	// TaskBatchSize is how many tasks one read returns. Default 16.
+	TaskBatchSize int
+	// TasksPerJob is how many tasks a queue job examines before it yields
+	// its worker to other queues (it is deferred and resumes later).
+	// Default 256.
+	TasksPerJob int
+	// MaxDeferred caps the deferred list; a job deferred beyond it is
+	// dropped for this pass and counted. Default 10000.
+	MaxDeferred int
+	// Grace is how long a queue must have been idle (by its
+	// last_update_time) before it may be deleted. Default 48h.
+	Grace time.Duration
+	// RetryInitial and RetryMax bound the backoff between retries of a
+	// transient store error. Defaults 250ms and 30s.
+	RetryInitial, RetryMax time.Duration
+
+	// ProtectedPrefixes lists queue-name prefixes never deleted. nil
+	// means Temporal's list (TemporalProtectedPrefix); an empty non-nil
+	// slice protects nothing.
+	ProtectedPrefixes []string
+
+	// DryRun reads and decides as usual but deletes nothing; the stats
+	// count what would have been deleted.
+	DryRun bool
+
+	// Now is the clock. Default time.Now. Tests and reruns on fixtures
+	// pin it.
+	Now func() time.Time
+
+	// Logger receives the pass's logs. Default slog.Default().
+	Logger *slog.Logger
+
+	// Tables limits a pass to these table versions. Default: v1 in
+	// CompatTemporal; every table present otherwise.
+	Tables []store.Table
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = TemporalWorkers
+	}
+	if c.ListPageSize <= 0 {
+		c.ListPageSize = TemporalListPageSize
+	}
+	if c.TaskBatchSize <= 0 {
+		c.TaskBatchSize = TemporalTaskBatchSize
+	}
+	if c.TasksPerJob <= 0 {
+		c.TasksPerJob = TemporalTasksPerJob
+	}
+	if c.MaxDeferred <= 0 {
+		c.MaxDeferred = TemporalMaxDeferred
+	}
+	if c.Grace <= 0 {
+		c.Grace = TemporalGrace
+	}
+	if c.RetryInitial <= 0 {
+		c.RetryInitial = TemporalRetryInitial
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = TemporalRetryMax
+	}
+	if c.ProtectedPrefixes == nil {
+		c.ProtectedPrefixes = []string{TemporalProtectedPrefix}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Compat == CompatTemporal {
+		c.Tables = []store.Table{store.V1}
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch c.Compat {
+	case CompatNone, CompatTemporal:
+	default:
+		return fmt.Errorf("unknown compat mode %q: use \"temporal\" or leave it empty", c.Compat)
+	}
+	if c.RetryMax > 0 && c.RetryInitial > c.RetryMax {
+		return fmt.Errorf("retry initial backoff %s exceeds the maximum %s", c.RetryInitial, c.RetryMax)
+	}
+	if c.TasksPerJob > 0 && c.TaskBatchSize > c.TasksPerJob {
+		return fmt.Errorf("task batch size %d exceeds tasks per job %d", c.TaskBatchSize, c.TasksPerJob)
+	}
+	for _, t := range c.Tables {
+		if t != store.V1 && t != store.V2 {
+			return fmt.Errorf("unknown table version %d", t)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,360 @@
+package scavenger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/seed"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func baseConfig() scavenger.Config {
+	return scavenger.Config{Now: func() time.Time { return now }, Logger: quiet(), RetryInitial: time.Millisecond, RetryMax: 5 * time.Millisecond}
+}
+
+// forEachEngine runs f on a fresh store of every engine.
+func forEachEngine(t *testing.T, f func(t *testing.T, db *sqlstore.DB)) {
+	for _, e := range testdb.Engines {
+		t.Run(string(e), func(t *testing.T) { f(t, testdb.Open(t, e)) })
+	}
+}
+
+func queueKey(name string, k int) store.QueueKey {
+	id := wire.QueueID(seed.DefaultNamespace, name, wire.TaskTypeActivity, k)
+	return store.QueueKey{RangeHash: wire.RangeHash(id), ID: id}
+}
+
+// taskKinds reads every task of a subqueue and classifies it.
+func taskKinds(t *testing.T, st store.Store, tb store.Table, q store.QueueKey) (expired, live int) {
+	t.Helper()
+	tasks, err := st.ReadTasks(context.Background(), tb, q, nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		tt, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wire.Expired(tt.ExpiryTime, now) {
+			expired++
+		} else {
+			live++
+		}
+	}
+	return expired, live
+}
+
+func queueExists(t *testing.T, st store.Store, tb store.Table, q store.QueueKey) bool {
+	t.Helper()
+	_, err := st.GetQueue(context.Background(), tb, q)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func mustSeed(t *testing.T, w store.Writer, spec seed.Spec) {
+	t.Helper()
+	spec.Now = now
+	if _, err := seed.Write(context.Background(), w, spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScenarios covers Temporal's scavenger scenarios, in Temporal's mode
+// and in the default mode.
+func TestScenarios(t *testing.T) {
+	cases := []struct {
+		name      string
+		spec      seed.Spec
+		compat    scavenger.Compat
+		wantExp   int  // expired tasks left in the queue
+		wantLive  int  // live tasks left
+		wantQueue bool // queue row still there
+	}{
+		{"all expired", seed.Spec{TasksPerQueue: 100, Expired: 1, IdleAge: 72 * time.Hour}, scavenger.CompatTemporal, 0, 0, false},
+		{"all alive", seed.Spec{TasksPerQueue: 100, NoExpiry: 0.5, IdleAge: 72 * time.Hour}, scavenger.CompatTemporal, 0, 100, true},
+		{"expired then alive", seed.Spec{TasksPerQueue: 100, Expired: 0.64, IdleAge: 72 * time.Hour}, scavenger.CompatTemporal, 0, 36, true},
+		// Temporal keeps every expired task that shares a batch of 16 with a live one.
+		{"expired then alive, partial batch", seed.Spec{TasksPerQueue: 100, Expired: 0.5, IdleAge: 72 * time.Hour}, scavenger.CompatTemporal, 2, 50, true},
+		{"alive then expired", seed.Spec{TasksPerQueue: 100, Expired: 0.5, NoExpiry: 0.5, Layout: seed.LiveFirst, IdleAge: 72 * time.Hour}, scavenger.CompatTemporal, 50, 50, true},
+		{"all expired, recently updated", seed.Spec{TasksPerQueue: 40, Expired: 1, IdleAge: time.Hour}, scavenger.CompatTemporal, 0, 0, true},
+		{"empty, idle", seed.Spec{IdleAge: 49 * time.Hour}, scavenger.CompatTemporal, 0, 0, false},
+		{"empty, idle just under the grace", seed.Spec{IdleAge: 47 * time.Hour}, scavenger.CompatTemporal, 0, 0, true},
+		{"long expired backlog (defers)", seed.Spec{TasksPerQueue: 1000, Expired: 1, IdleAge: 72 * time.Hour}, scavenger.CompatTemporal, 0, 0, false},
+	}
+	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				spec := c.spec
+				spec.Queues = 1
+				spec.NamePrefix = fmt.Sprintf("case%d", i)
+				mustSeed(t, db, spec)
+				// A neighbour queue the pass must not touch beyond its own rules.
+				cfg := baseConfig()
+				cfg.Compat = c.compat
+				cfg.Tables = []store.Table{store.V1}
+				st, err := scavenger.New(db, cfg).Run(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := queueKey(spec.NamePrefix+"-0", 0)
+				exp, live := taskKinds(t, db, store.V1, q)
+				if exp != c.wantExp || live != c.wantLive {
+					t.Errorf("left %d expired, %d live tasks; want %d, %d (stats %+v)", exp, live, c.wantExp, c.wantLive, st)
+				}
+				if got := queueExists(t, db, store.V1, q); got != c.wantQueue {
+					t.Errorf("queue exists = %v, want %v", got, c.wantQueue)
+				}
+				if st.Errors != 0 || st.BadRowCount != 0 {
+					t.Errorf("errors %d, bad rows %d", st.Errors, st.BadRowCount)
+				}
+			})
+		}
+	})
+}
+
+// faultStore wraps a real store: it fails the first calls of each method
+// with transient errors, and can run a hook before DeleteQueue.
+type faultStore struct {
+	store.Store
+	failFirst    int
+	calls        sync.Map // method -> *atomic.Int64
+	beforeDelete func(q store.QueueKey)
+	injected     atomic.Int64
+}
+
+func (f *faultStore) fault(method string) error {
+	v, _ := f.calls.LoadOrStore(method, new(atomic.Int64))
+	if v.(*atomic.Int64).Add(1) <= int64(f.failFirst) {
+		f.injected.Add(1)
+		return fmt.Errorf("injected fault in %s: %w", method, store.ErrTransient)
+	}
+	return nil
+}
+
+func (f *faultStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
+	if err := f.fault("list"); err != nil {
+		return nil, err
+	}
+	return f.Store.ListQueues(ctx, t, after, limit)
+}
+
+func (f *faultStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	if err := f.fault("read"); err != nil {
+		return nil, err
+	}
+	return f.Store.ReadTasks(ctx, t, q, after, limit)
+}
+
+func (f *faultStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
+	if err := f.fault("delete"); err != nil {
+		return 0, err
+	}
+	return f.Store.DeleteTasks(ctx, t, q, r, limit)
+}
+
+func (f *faultStore) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
+	if f.beforeDelete != nil {
+		f.beforeDelete(q)
+	}
+	if err := f.fault("deletequeue"); err != nil {
+		return err
+	}
+	return f.Store.DeleteQueue(ctx, t, q, rangeID)
+}
+
+func TestTransientErrorsAreRetried(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
+		mustSeed(t, db, seed.Spec{Queues: 5, TasksPerQueue: 40, Expired: 1, IdleAge: 72 * time.Hour})
+		fs := &faultStore{Store: db, failFirst: 3}
+		cfg := baseConfig()
+		cfg.Compat = scavenger.CompatTemporal
+		st, err := scavenger.New(fs, cfg).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs.injected.Load() == 0 || st.Retries != fs.injected.Load() {
+			t.Errorf("retries %d, injected %d", st.Retries, fs.injected.Load())
+		}
+		if st.TasksDeleted != 200 || st.QueuesDeleted != 5 || st.Errors != 0 {
+			t.Errorf("stats %+v: want 200 tasks and 5 queues deleted, no errors", st)
+		}
+	})
+}
+
+func TestRangeIDChangedBeforeDelete(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
+		mustSeed(t, db, seed.Spec{Queues: 1, TasksPerQueue: 10, Expired: 1, IdleAge: 72 * time.Hour})
+		q := queueKey("seed-0", 0)
+		fs := &faultStore{Store: db, beforeDelete: func(k store.QueueKey) {
+			// A matching host takes the queue over between list and delete.
+			row, err := db.GetQueue(context.Background(), store.V1, k)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			prev := row.RangeID
+			row.RangeID++
+			if err := db.UpdateQueue(context.Background(), store.V1, row, prev); err != nil {
+				t.Error(err)
+			}
+		}}
+		cfg := baseConfig()
+		cfg.Compat = scavenger.CompatTemporal
+		st, err := scavenger.New(fs, cfg).Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !queueExists(t, db, store.V1, q) {
+			t.Fatal("queue deleted although its range_id changed")
+		}
+		if st.QueuesDeleted != 0 || st.QueuesKept != 1 || st.Errors != 0 {
+			t.Errorf("stats %+v: want 0 deleted, 1 kept, no errors", st)
+		}
+	})
+}
+
+// blockingStore blocks every ReadTasks until its context ends, and says
+// when the first one started.
+type blockingStore struct {
+	store.Store
+	started chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	b.once.Do(func() { close(b.started) })
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestStopMidPass(t *testing.T) {
+	db := testdb.Open(t, sqlstore.SQLite)
+	mustSeed(t, db, seed.Spec{Queues: 100, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
+	bs := &blockingStore{Store: db, started: make(chan struct{})}
+	s := scavenger.New(bs, baseConfig())
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-bs.started
+	if !s.Alive() {
+		t.Fatal("not alive while a pass runs")
+	}
+	stopped := make(chan struct{})
+	go func() { s.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not return within 5s")
+	}
+	if s.Alive() {
+		t.Fatal("alive after Stop")
+	}
+	_, err := s.Wait(context.Background())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait error = %v, want context.Canceled", err)
+	}
+}
+
+func TestBadRowsDoNotStopThePass(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
+		mustSeed(t, db, seed.Spec{Queues: 4, TasksPerQueue: 20, Expired: 1, IdleAge: 72 * time.Hour})
+		ctx := context.Background()
+		badQueue, badTaskQueue, badEnc := queueKey("seed-0", 0), queueKey("seed-1", 0), queueKey("seed-2", 0)
+		// seed-0: undecodable queue blob. seed-1: an undecodable task
+		// (the 6th). seed-2: a task with an unknown encoding (the 1st).
+		row, err := db.GetQueue(ctx, store.V1, badQueue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.Data = []byte{0x0a, 0xff} // truncated length-delimited field
+		if err := db.UpdateQueue(ctx, store.V1, row, row.RangeID); err != nil {
+			t.Fatal(err)
+		}
+		corruptTask(t, db, badTaskQueue, 6, []byte{0x0a, 0x05, 0x01}, "Proto3")
+		corruptTask(t, db, badEnc, 1, nil, "Json")
+
+		cfg := baseConfig()
+		st, err := scavenger.New(db, cfg).Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.BadRowCount != 3 {
+			t.Errorf("bad rows %d, want 3: %v", st.BadRowCount, st.BadRows)
+		}
+		// The bad queue row is kept, its tasks are still scavenged.
+		if !queueExists(t, db, store.V1, badQueue) {
+			t.Error("queue with a bad blob was deleted")
+		}
+		if e, _ := taskKinds(t, db, store.V1, badQueue); e != 0 {
+			t.Errorf("%d expired tasks left under the bad queue row", e)
+		}
+		// The bad task ends the expired prefix and is kept.
+		if n := countTasks(t, db, badTaskQueue); n != 15 {
+			t.Errorf("queue with a bad 6th task has %d tasks, want 15 (the bad one and those behind it)", n)
+		}
+		if n := countTasks(t, db, badEnc); n != 20 {
+			t.Errorf("queue with a bad head task has %d tasks, want 20", n)
+		}
+		// The healthy queue is fully processed.
+		if queueExists(t, db, store.V1, queueKey("seed-3", 0)) {
+			t.Error("healthy idle queue not deleted")
+		}
+	})
+}
+
+func countTasks(t *testing.T, st store.Store, q store.QueueKey) int {
+	t.Helper()
+	tasks, err := st.ReadTasks(context.Background(), store.V1, q, nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tasks)
+}
+
+// corruptTask replaces task id's blob (nil data keeps it) and encoding.
+func corruptTask(t *testing.T, db *sqlstore.DB, q store.QueueKey, id int64, data []byte, enc string) {
+	t.Helper()
+	ctx := context.Background()
+	tasks, err := db.ReadTasks(ctx, store.V1, q, &store.TaskKey{ID: id - 1}, 1)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("read task %d: %v", id, err)
+	}
+	if data == nil {
+		data = tasks[0].Data
+	}
+	if _, err := db.DeleteTaskKeys(ctx, store.V1, q, []store.TaskKey{{ID: id}}); err != nil {
+		t.Fatal(err)
+	}
+	row, err := db.GetQueue(ctx, store.V1, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendTasks(ctx, store.V1, q, row.RangeID, q, []store.TaskRow{{Key: store.TaskKey{ID: id}, Data: data, Encoding: enc}}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,106 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Engine names a SQL engine.
+type Engine string
+
+// The engines tqscavenger supports.
+const (
+	SQLite   Engine = "sqlite"
+	Postgres Engine = "postgres"
+	MySQL    Engine = "mysql"
+)
+
+// DSN is a parsed data source name.
+type DSN struct {
+	Engine Engine
+	// Path is the SQLite file.
+	Path string
+	// URL is the PostgreSQL or MySQL URL, password included.
+	URL *url.URL
+}
+
+// ErrBadDSN is wrapped by every DSN parse error.
+var ErrBadDSN = errors.New("bad database DSN")
+
+// ParseDSN accepts postgres://user:pass@host:port/db?…, postgresql://…,
+// mysql://user:pass@host:port/db?…, sqlite:PATH, sqlite://PATH, or a plain
+// file path (SQLite). Errors never contain the password.
+func ParseDSN(s string) (DSN, error) {
+	if strings.TrimSpace(s) == "" {
+		return DSN{}, fmt.Errorf("%w: empty: pass --db or set TQSCAVENGER_DB (postgres://…, mysql://…, sqlite:PATH or a file path)", ErrBadDSN)
+	}
+	scheme, rest, hasScheme := strings.Cut(s, ":")
+	if !hasScheme || len(scheme) == 1 { // "C:\…" is a path, not a scheme
+		return DSN{Engine: SQLite, Path: s}, nil
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "sqlite3", "file":
+		p := strings.TrimPrefix(rest, "//")
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			return DSN{}, fmt.Errorf("%w: %q: sqlite DSNs take no parameters; give just the file path", ErrBadDSN, s)
+		}
+		if p == "" {
+			return DSN{}, fmt.Errorf("%w: %q has no file path: use sqlite:PATH", ErrBadDSN, s)
+		}
+		return DSN{Engine: SQLite, Path: p}, nil
+	case "postgres", "postgresql", "mysql", "mariadb":
+		u, err := url.Parse(s)
+		if err != nil {
+			return DSN{}, fmt.Errorf("%w: cannot parse %s URL (check for characters that need percent-encoding in the password)", ErrBadDSN, scheme)
+		}
+		if u.Host == "" {
+			return DSN{}, fmt.Errorf("%w: %s has no host: use %s://user:pass@host:port/database", ErrBadDSN, Redact(s), strings.ToLower(scheme))
+		}
+		db := strings.TrimPrefix(u.Path, "/")
+		if db == "" || strings.Contains(db, "/") {
+			return DSN{}, fmt.Errorf("%w: %s names no database: use %s://user:pass@host:port/database", ErrBadDSN, Redact(s), strings.ToLower(scheme))
+		}
+		e := Postgres
+		if strings.HasPrefix(strings.ToLower(scheme), "m") {
+			e = MySQL
+		}
+		return DSN{Engine: e, URL: u}, nil
+	}
+	if strings.Contains(rest, "//") {
+		return DSN{}, fmt.Errorf("%w: unknown scheme %q: use postgres://, mysql://, sqlite:PATH or a file path", ErrBadDSN, scheme)
+	}
+	return DSN{Engine: SQLite, Path: s}, nil
+}
+
+// Database returns the database name (PostgreSQL, MySQL) or file path.
+func (d DSN) Database() string {
+	if d.URL != nil {
+		return strings.TrimPrefix(d.URL.Path, "/")
+	}
+	return d.Path
+}
+
+// String returns the DSN with its password masked.
+func (d DSN) String() string {
+	if d.URL != nil {
+		return d.URL.Redacted()
+	}
+	return "sqlite:" + d.Path
+}
+
+// Redact masks the password of a DSN string, for logs and errors. Strings
+// that do not parse as URLs are returned with everything between "://" and
+// the last "@" masked.
+func Redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(s, "://"); i >= 0 {
+		if j := strings.LastIndexByte(s, '@'); j > i {
+			return s[:i+3] + "xxxxx" + s[j:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,105 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// ErrLocked is returned by Lock when another scavenger holds the lock.
+var ErrLocked = errors.New("another tqscavenger holds the lock")
+
+// lockName is the advisory lock's name (MySQL) and, hashed, key (PostgreSQL).
+const lockName = "tqscavenger"
+
+// pgLockKey is a fixed advisory lock key: "tqscav" in ASCII. PostgreSQL
+// advisory locks are per database, so one key serves every database.
+const pgLockKey = 0x7471736361760000
+
+// Lock takes the database-wide "one scavenger at a time" lock: an advisory
+// lock on PostgreSQL (pg_try_advisory_lock) and MySQL (GET_LOCK, named
+// after the database because MySQL's locks are server-wide), a lock file
+// beside the database on SQLite. With wait it blocks until the lock is free
+// or ctx ends; without, it returns an error wrapping ErrLocked at once.
+// The returned function releases the lock; the lock also ends with the
+// process or its connection.
+func (s *DB) Lock(ctx context.Context, wait bool) (unlock func() error, err error) {
+	for {
+		unlock, err = s.tryLock(ctx)
+		if err == nil || !errors.Is(err, ErrLocked) || !wait {
+			return unlock, err
+		}
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("waiting for the lock: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (s *DB) tryLock(ctx context.Context) (func() error, error) {
+	switch s.d.engine {
+	case SQLite:
+		return lockFile(s.dsn.Path + ".tqscavenger.lock")
+	case Postgres:
+		return s.lockConn(ctx, "SELECT pg_try_advisory_lock($1)", []any{int64(pgLockKey)},
+			"SELECT pg_advisory_unlock($1)")
+	default:
+		name := lockName + "." + s.dsn.Database()
+		if len(name) > 64 {
+			name = name[:64]
+		}
+		return s.lockConn(ctx, "SELECT COALESCE(GET_LOCK(?, 0), 0) = 1", []any{name}, "SELECT RELEASE_LOCK(?)")
+	}
+}
+
+// lockConn holds a dedicated connection for a session-level advisory lock.
+func (s *DB) lockConn(ctx context.Context, try string, args []any, release string) (func() error, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, s.wrap(ctx, "lock", err)
+	}
+	var got bool
+	if err := conn.QueryRowContext(ctx, try, args...).Scan(&got); err != nil {
+		conn.Close()
+		return nil, s.wrap(ctx, "lock", err)
+	}
+	if !got {
+		conn.Close()
+		return nil, fmt.Errorf("%w on %s", ErrLocked, s.dsn)
+	}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := conn.ExecContext(ctx, release, args...)
+		// Closing the connection releases a session lock in any case.
+		return errors.Join(err, conn.Close())
+	}, nil
+}
+
+// lockFile takes an flock on path. The kernel drops it when the process
+// dies, so a crashed scavenger never leaves a stale lock.
+func lockFile(path string) (func() error, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (lock file %s)", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return func() error {
+		// Unlock before removing would let another process lock the file we
+		// then delete; keep the file, release the lock.
+		return f.Close()
+	}, nil
+}

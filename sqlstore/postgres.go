@@ -1,0 +1,93 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// PostgreSQL: no DELETE … LIMIT, and Temporal's task_id IN (SELECT … LIMIT n)
+// can turn into a nested-loop semi-join on a large analyzed table (~4k
+// rows/s). Deleting by ctid keeps it a TID scan (~0.7M rows/s).
+var postgresDialect = &dialect{
+	engine:    Postgres,
+	driver:    "pgx",
+	dollar:    true,
+	rowValues: true,
+	prepare:   true,
+	deleteLimited: func(b *builder, t store.Table, q store.QueueKey, r store.TaskRange, limit int) deleteForm {
+		b.w("DELETE FROM ", taskTable(t), " WHERE ctid = ANY(ARRAY(SELECT ctid FROM ", taskTable(t), " WHERE ").
+			whereQueue(q).w(" AND ").taskRange(t, r).w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit).w("))")
+		return deleteForm{stmt: b.String(), args: b.args}
+	},
+	forUpdate: " FOR UPDATE",
+	classify:  classifyPostgres,
+}
+
+func openPostgres(ctx context.Context, d DSN, opts Options) (*DB, error) {
+	db, err := sql.Open("pgx", d.URL.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, d, redactErr(err, d))
+	}
+	db.SetMaxOpenConns(opts.MaxConns)
+	db.SetMaxIdleConns(opts.MaxConns)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: %s: %s%s", ErrUnavailable, d, redactErr(err, d), pgHint(err))
+	}
+	return newDB(db, postgresDialect, d, opts), nil
+}
+
+func pgHint(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "28P01", "28000":
+			return " (check the user and password in the DSN)"
+		case "3D000":
+			return " (create the database, or fix its name in the DSN)"
+		}
+	}
+	if strings.Contains(err.Error(), "connect") {
+		return " (is the server running and the host:port right?)"
+	}
+	return ""
+}
+
+func classifyPostgres(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505": // unique_violation
+			return mark(store.ErrConditionFailed, err)
+		case pe.Code == "40001", pe.Code == "40P01", pe.Code == "55P03", pe.Code == "57014",
+			strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"),
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03":
+			return mark(store.ErrTransient, err)
+		}
+		return err
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return mark(store.ErrTransient, err)
+	}
+	return classifyCommon(err)
+}
+
+// redactErr returns err's text with the DSN's password removed, in case a
+// driver quotes its connection string.
+func redactErr(err error, d DSN) string {
+	s := err.Error()
+	if d.URL != nil && d.URL.User != nil {
+		if p, ok := d.URL.User.Password(); ok && p != "" {
+			s = strings.ReplaceAll(s, p, "xxxxx")
+		}
+	}
+	return s
+}

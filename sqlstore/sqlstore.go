@@ -1,0 +1,532 @@
+// Package sqlstore implements store.Store and store.Writer on Temporal's SQL
+// task tables, for SQLite, PostgreSQL and MySQL/MariaDB.
+//
+// The SQL that is the same on every engine is in this file; what differs
+// (placeholders, the fastest limited delete, error classification,
+// connection settings) is in one file per engine. Open parses a DSN and
+// returns a *DB for any of them.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// Options tune how a database is opened. The zero value is what the
+// scavenger wants.
+type Options struct {
+	// Create allows Open to create a missing SQLite file (seed, demo,
+	// schema setup). A file we create is put in WAL mode; an existing
+	// file's journal mode is never changed.
+	Create bool
+
+	// MaxConns caps open connections on PostgreSQL and MySQL. Default 8.
+	// SQLite always uses one connection: it has one writer anyway, and
+	// one connection makes writes wait in Go instead of on SQLITE_BUSY.
+	MaxConns int
+
+	// StatementTimeout bounds each statement; 0 means no bound. A
+	// statement that runs out of time fails with an error wrapping both
+	// store.ErrTransient and context.DeadlineExceeded.
+	StatementTimeout time.Duration
+
+	// BusyTimeout is how long SQLite waits for a lock held by another
+	// process (such as a running Temporal dev server). Default 5s.
+	BusyTimeout time.Duration
+}
+
+// DB is a task store on a SQL database. It is safe for concurrent use.
+type DB struct {
+	db   *sql.DB
+	d    *dialect
+	dsn  DSN
+	opts Options
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+
+	statements atomic.Int64
+	rows       atomic.Int64
+
+	// release undoes what Open set up beyond the sql.DB (e.g. a lock file).
+	closers []func() error
+}
+
+var (
+	_ store.Store  = (*DB)(nil)
+	_ store.Writer = (*DB)(nil)
+)
+
+// ErrUnavailable is wrapped by Open's errors when the database cannot be
+// reached or logged in to: a wrong host, password or database name.
+var ErrUnavailable = errors.New("database unavailable")
+
+// Open connects to the database named by dsn and checks that it answers.
+// It does not check the schema: see Check.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return OpenDSN(ctx, d, opts)
+}
+
+// OpenDSN is Open for a parsed DSN.
+func OpenDSN(ctx context.Context, d DSN, opts Options) (*DB, error) {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 8
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	var (
+		s   *DB
+		err error
+	)
+	switch d.Engine {
+	case SQLite:
+		s, err = openSQLite(ctx, d, opts)
+	case Postgres:
+		s, err = openPostgres(ctx, d, opts)
+	case MySQL:
+		s, err = openMySQL(ctx, d, opts)
+	default:
+		err = fmt.Errorf("%w: unknown engine %q", ErrBadDSN, d.Engine)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newDB(db *sql.DB, d *dialect, dsn DSN, opts Options) *DB {
+	return &DB{db: db, d: d, dsn: dsn, opts: opts, stmts: make(map[string]*sql.Stmt)}
+}
+
+// Engine reports which engine the store talks to.
+func (s *DB) Engine() Engine { return s.d.engine }
+
+// DSN returns the parsed DSN (use its String method for a safe form).
+func (s *DB) DSN() DSN { return s.dsn }
+
+// SQL returns the underlying database handle, for tests and tools that
+// need plain SQL (the benchmark's raw bound, schema setup).
+func (s *DB) SQL() *sql.DB { return s.db }
+
+// Statements returns how many statements the store has issued.
+func (s *DB) Statements() int64 { return s.statements.Load() }
+
+// Close closes the database and releases what Open acquired.
+func (s *DB) Close() error {
+	s.mu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	s.mu.Unlock()
+	err := s.db.Close()
+	for _, c := range s.closers {
+		err = errors.Join(err, c())
+	}
+	return err
+}
+
+// conn is what both *sql.DB and *sql.Tx offer.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// stmt returns a cached prepared statement for query, or nil where the
+// dialect does not prepare.
+func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if !s.d.prepare {
+		return nil, nil
+	}
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	s.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stmts == nil { // closed meanwhile
+		st.Close()
+		return nil, sql.ErrConnDone
+	}
+	if old, ok := s.stmts[query]; ok {
+		st.Close()
+		return old, nil
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// withTimeout applies the per-statement timeout.
+func (s *DB) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.opts.StatementTimeout > 0 {
+		return context.WithTimeout(ctx, s.opts.StatementTimeout)
+	}
+	return ctx, func() {}
+}
+
+// query runs a read on the pool (prepared where the dialect prepares).
+func (s *DB) query(ctx context.Context, q string, args []any) (*sql.Rows, error) {
+	s.statements.Add(1)
+	st, err := s.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.db.QueryContext(ctx, q, args...)
+}
+
+// exec runs a write on the pool and returns rows affected.
+func (s *DB) exec(ctx context.Context, q string, args []any) (int64, error) {
+	s.statements.Add(1)
+	st, err := s.stmt(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	var res sql.Result
+	if st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = s.db.ExecContext(ctx, q, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// wrap turns a driver error into a store error: ctx errors stay as they
+// are (a per-statement timeout becomes transient), the rest is classified
+// by the dialect.
+func (s *DB) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if parentDone(ctx) {
+			return fmt.Errorf("%s: %w", op, ctxErr)
+		}
+		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout, mark(store.ErrTransient, ctxErr))
+	}
+	return fmt.Errorf("%s: %w", op, s.d.classify(err))
+}
+
+type parentKey struct{}
+
+// parentDone reports whether the caller's context (not our statement
+// timeout) ended. withStatement stores the caller's context.
+func parentDone(ctx context.Context) bool {
+	if p, ok := ctx.Value(parentKey{}).(context.Context); ok {
+		return p.Err() != nil
+	}
+	return true
+}
+
+// withStatement prepares ctx for one store call: it remembers the caller's
+// context and applies the statement timeout.
+func (s *DB) withStatement(ctx context.Context) (context.Context, context.CancelFunc) {
+	c := context.WithValue(ctx, parentKey{}, ctx)
+	return s.withTimeout(c)
+}
+
+func (s *DB) newBuilder() *builder { return &builder{d: s.d} }
+
+// ListQueues implements store.Store. It reads in primary-key order with a
+// keyset condition, so each page is an index range scan.
+func (s *DB) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	b := s.newBuilder()
+	b.w("SELECT range_hash, task_queue_id, range_id, data, data_encoding FROM ", queueTable(t))
+	if after != nil {
+		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
+	}
+	b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit)
+	rows, err := s.query(ctx, b.String(), b.args)
+	if err != nil {
+		return nil, s.wrap(ctx, "list "+queueTable(t), err)
+	}
+	defer rows.Close()
+	out := make([]store.QueueRow, 0, limit)
+	for rows.Next() {
+		var (
+			r  store.QueueRow
+			rh int64
+		)
+		if err := rows.Scan(&rh, &r.ID, &r.RangeID, &r.Data, &r.Encoding); err != nil {
+			return nil, s.wrap(ctx, "list "+queueTable(t), err)
+		}
+		r.RangeHash = uint32(rh)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(ctx, "list "+queueTable(t), err)
+	}
+	return out, nil
+}
+
+// GetQueue implements store.Writer.
+func (s *DB) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	b := s.newBuilder()
+	b.w("SELECT range_id, data, data_encoding FROM ", queueTable(t), " WHERE ").whereQueue(q)
+	rows, err := s.query(ctx, b.String(), b.args)
+	if err != nil {
+		return store.QueueRow{}, s.wrap(ctx, "get queue", err)
+	}
+	defer rows.Close()
+	r := store.QueueRow{QueueKey: q}
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return r, s.wrap(ctx, "get queue", err)
+		}
+		return r, fmt.Errorf("get queue %s %s: %w", t, q, store.ErrNotFound)
+	}
+	if err := rows.Scan(&r.RangeID, &r.Data, &r.Encoding); err != nil {
+		return r, s.wrap(ctx, "get queue", err)
+	}
+	return r, s.wrap(ctx, "get queue", rows.Err())
+}
+
+var minTaskKey = store.TaskKey{Pass: math.MinInt64, ID: math.MinInt64}
+
+// ReadTasks implements store.Store.
+func (s *DB) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	b := s.newBuilder()
+	b.w("SELECT ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").whereQueue(q)
+	if after != nil {
+		b.w(" AND ").gt(taskCols(t), taskVals(t, *after))
+	}
+	b.w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit)
+	rows, err := s.query(ctx, b.String(), b.args)
+	if err != nil {
+		return nil, s.wrap(ctx, "read "+taskTable(t), err)
+	}
+	defer rows.Close()
+	out := make([]store.TaskRow, 0, limit)
+	for rows.Next() {
+		var r store.TaskRow
+		if t == store.V2 {
+			err = rows.Scan(&r.Key.Pass, &r.Key.ID, &r.Data, &r.Encoding)
+		} else {
+			err = rows.Scan(&r.Key.ID, &r.Data, &r.Encoding)
+		}
+		if err != nil {
+			return nil, s.wrap(ctx, "read "+taskTable(t), err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(ctx, "read "+taskTable(t), err)
+	}
+	s.rows.Add(int64(len(out)))
+	return out, nil
+}
+
+// DeleteTasks implements store.Store.
+func (s *DB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	op := "delete " + taskTable(t)
+	if limit <= 0 {
+		b := s.newBuilder()
+		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, r)
+		n, err := s.exec(ctx, b.String(), b.args)
+		return n, s.wrap(ctx, op, err)
+	}
+	f := s.d.deleteLimited(s.newBuilder(), t, q, r, limit)
+	if f.probe == "" {
+		n, err := s.exec(ctx, f.stmt, f.args)
+		return n, s.wrap(ctx, op, err)
+	}
+	// Probe for the limit-th key, then delete a plain key range up to it:
+	// the fastest correct form where DELETE … LIMIT does not exist.
+	rows, err := s.query(ctx, f.probe, f.probeArg)
+	if err != nil {
+		return 0, s.wrap(ctx, op, err)
+	}
+	max := r.Max // fewer than limit tasks in r: delete all of r
+	if rows.Next() {
+		if t == store.V2 {
+			err = rows.Scan(&max.Pass, &max.ID)
+		} else {
+			err = rows.Scan(&max.ID)
+		}
+	}
+	if err == nil {
+		err = rows.Err()
+	}
+	rows.Close()
+	if err != nil {
+		return 0, s.wrap(ctx, op, err)
+	}
+	b := s.newBuilder()
+	b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, store.TaskRange{Min: r.Min, Max: max})
+	n, err := s.exec(ctx, b.String(), b.args)
+	return n, s.wrap(ctx, op, err)
+}
+
+// DeleteTaskKeys implements store.Store.
+func (s *DB) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	var total int64
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		b := s.newBuilder()
+		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ")
+		b.w("(", orderBy(t), ") IN (")
+		for i, k := range keys[:n] {
+			if i > 0 {
+				b.w(", ")
+			}
+			if t == store.V2 {
+				b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
+			} else {
+				b.p(k.ID)
+			}
+		}
+		b.w(")")
+		d, err := s.exec(ctx, b.String(), b.args)
+		total += d
+		if err != nil {
+			return total, s.wrap(ctx, "delete "+taskTable(t), err)
+		}
+		keys = keys[n:]
+	}
+	return total, nil
+}
+
+// DeleteQueue implements store.Store.
+func (s *DB) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	b := s.newBuilder()
+	b.w("DELETE FROM ", queueTable(t), " WHERE ").whereQueue(q).w(" AND range_id = ").p(rangeID)
+	n, err := s.exec(ctx, b.String(), b.args)
+	if err != nil {
+		return s.wrap(ctx, "delete "+queueTable(t), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete %s %s at range_id %d: %w", queueTable(t), q, rangeID, store.ErrConditionFailed)
+	}
+	return nil
+}
+
+// CreateQueue implements store.Writer.
+func (s *DB) CreateQueue(ctx context.Context, t store.Table, row store.QueueRow) error {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	b := s.newBuilder()
+	b.w("INSERT INTO ", queueTable(t), " (range_hash, task_queue_id, range_id, data, data_encoding) VALUES (").
+		p(int64(row.RangeHash)).w(", ").p(row.ID).w(", ").p(row.RangeID).w(", ").p(row.Data).w(", ").p(row.Encoding).w(")")
+	_, err := s.exec(ctx, b.String(), b.args)
+	return s.wrap(ctx, "create queue "+row.QueueKey.String(), err)
+}
+
+// UpdateQueue implements store.Writer.
+func (s *DB) UpdateQueue(ctx context.Context, t store.Table, row store.QueueRow, prevRangeID int64) error {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	b := s.newBuilder()
+	b.w("UPDATE ", queueTable(t), " SET range_id = ").p(row.RangeID).w(", data = ").p(row.Data).
+		w(", data_encoding = ").p(row.Encoding).w(" WHERE ").whereQueue(row.QueueKey).w(" AND range_id = ").p(prevRangeID)
+	n, err := s.exec(ctx, b.String(), b.args)
+	if err != nil {
+		return s.wrap(ctx, "update queue", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("update %s %s at range_id %d: %w", queueTable(t), row.QueueKey, prevRangeID, store.ErrConditionFailed)
+	}
+	return nil
+}
+
+// AppendTasks implements store.Writer.
+func (s *DB) AppendTasks(ctx context.Context, t store.Table, owner store.QueueKey, rangeID int64, target store.QueueKey, tasks []store.TaskRow) (err error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap(ctx, "append tasks: begin", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	b := s.newBuilder()
+	b.w("SELECT range_id FROM ", queueTable(t), " WHERE ").whereQueue(owner).w(s.d.forUpdate)
+	s.statements.Add(1)
+	var got int64
+	if err := tx.QueryRowContext(ctx, b.String(), b.args...).Scan(&got); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("append tasks: queue %s %s is gone: %w", t, owner, store.ErrConditionFailed)
+		}
+		return s.wrap(ctx, "append tasks: fence", err)
+	}
+	if got != rangeID {
+		return fmt.Errorf("append tasks: queue %s %s has range_id %d, want %d: %w", t, owner, got, rangeID, store.ErrConditionFailed)
+	}
+	for len(tasks) > 0 {
+		n := min(len(tasks), 200)
+		b.reset()
+		b.w("INSERT INTO ", taskTable(t), " (range_hash, task_queue_id, ", orderBy(t), ", data, data_encoding) VALUES ")
+		for i, task := range tasks[:n] {
+			if i > 0 {
+				b.w(", ")
+			}
+			b.w("(").p(int64(target.RangeHash)).w(", ").p(target.ID).w(", ")
+			if t == store.V2 {
+				b.p(task.Key.Pass).w(", ")
+			}
+			b.p(task.Key.ID).w(", ").p(task.Data).w(", ").p(task.Encoding).w(")")
+		}
+		s.statements.Add(1)
+		if _, err := tx.ExecContext(ctx, b.String(), b.args...); err != nil {
+			return s.wrap(ctx, "append tasks", err)
+		}
+		tasks = tasks[n:]
+	}
+	s.statements.Add(1)
+	return s.wrap(ctx, "append tasks: commit", tx.Commit())
+}
+
+// Tables implements store.Store.
+func (s *DB) Tables(ctx context.Context) ([]store.Table, error) {
+	names, err := s.tableNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Table
+	if names["task_queues"] && names["tasks"] {
+		out = append(out, store.V1)
+	}
+	if names["task_queues_v2"] && names["tasks_v2"] {
+		out = append(out, store.V2)
+	}
+	return out, nil
+}
