@@ -3,9 +3,11 @@ package scavenger
 import (
 	"fmt"
 	"log/slog"
+	"path"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
 )
 
 // Compat selects whose behaviour a pass follows.
@@ -83,7 +85,46 @@ type Config struct {
 	// Tables limits a pass to these table versions. Default: v1 in
 	// CompatTemporal; every table present otherwise.
 	Tables []store.Table
+	// Namespaces limits a pass to queues (and orphans) of these
+	// namespaces. Default: all.
+	Namespaces []wire.NamespaceID
+	// QueueGlob limits a pass to queues whose name matches this
+	// path.Match pattern. Default: all. Orphans have no name: a pass with
+	// a QueueGlob skips the orphan scan.
+	QueueGlob string
+
+	// The opt-in rules of the default mode. CompatTemporal ignores them.
+
+	// PastLiveHead deletes expired tasks behind a live one. Safe: expiry
+	// is per task, and matching drops an expired task when it reaches it
+	// anyway; Temporal stops at the first live task only because it
+	// deletes by "task_id below", which must not cross a live task. Here
+	// only the expired runs between live tasks are deleted.
+	PastLiveHead bool
+	// BelowAckLevel deletes tasks at or below their subqueue's persisted
+	// ack level (v2: fair ack level on (pass, task_id)). Safe: matching
+	// has dispatched or dropped every such task and deletes them itself,
+	// but only while the queue is loaded.
+	BelowAckLevel bool
+	// Orphans says which orphaned tasks (no queue row owns them) are
+	// deleted. Default OrphansExpired.
+	Orphans OrphanPolicy
 }
+
+// OrphanPolicy selects which orphaned tasks a pass deletes.
+type OrphanPolicy string
+
+const (
+	// OrphansExpired deletes expired orphans and reports the rest.
+	OrphansExpired OrphanPolicy = "expired"
+	// OrphansAll also deletes orphans created longer than Grace ago,
+	// expired or not. Safe: no queue row means no matching host can ever
+	// dispatch them; a re-created queue gets a fresh row, and every
+	// delete re-checks in the same statement that the row is absent.
+	OrphansAll OrphanPolicy = "all"
+	// OrphansNone skips the orphan scan.
+	OrphansNone OrphanPolicy = "none"
+)
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
@@ -120,8 +161,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Orphans == "" {
+		c.Orphans = OrphansExpired
+	}
 	if c.Compat == CompatTemporal {
 		c.Tables = []store.Table{store.V1}
+		c.PastLiveHead, c.BelowAckLevel, c.Orphans = false, false, OrphansNone
 	}
 	return c
 }
@@ -138,6 +183,16 @@ func (c Config) Validate() error {
 	}
 	if c.TasksPerJob > 0 && c.TaskBatchSize > c.TasksPerJob {
 		return fmt.Errorf("task batch size %d exceeds tasks per job %d", c.TaskBatchSize, c.TasksPerJob)
+	}
+	switch c.Orphans {
+	case "", OrphansExpired, OrphansAll, OrphansNone:
+	default:
+		return fmt.Errorf("unknown orphan policy %q: use expired, all or none", c.Orphans)
+	}
+	if c.QueueGlob != "" {
+		if _, err := path.Match(c.QueueGlob, ""); err != nil {
+			return fmt.Errorf("queue glob %q: %w", c.QueueGlob, err)
+		}
 	}
 	for _, t := range c.Tables {
 		if t != store.V1 && t != store.V2 {

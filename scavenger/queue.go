@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/executor"
@@ -11,8 +12,9 @@ import (
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
-// queueJob scavenges one queue row. It holds keys and the few fields its
-// decisions need, never blobs, so thousands of deferred jobs stay small.
+// queueJob scavenges one queue row and its subqueues. It holds keys and the
+// few fields its decisions need, never blobs, so thousands of deferred jobs
+// stay small.
 type queueJob struct {
 	p     *pass
 	table store.Table
@@ -22,15 +24,29 @@ type queueJob struct {
 	rangeID    int64
 	name       string
 	lastUpdate time.Time
+	// otherHasTasks: the other table version still holds tasks this queue
+	// must drain; the row must stay.
+	otherHasTasks bool
 	// badBlob: the queue row did not decode. Its subqueue-0 tasks (whose
 	// key is the row's own) are still scavenged; the row is kept.
 	badBlob bool
 
-	// cursor is the last task examined in subqueue 0, so a deferred job
-	// resumes where it stopped instead of rereading.
+	subs []subqueue
+	// si is the subqueue being walked, cursor the last task examined in
+	// it, so a deferred job resumes where it stopped.
+	si       int
 	cursor   *store.TaskKey
-	examined int
-	deleted  int
+	nonEmpty bool // a task was left in some subqueue
+
+	examined, deleted int
+}
+
+// subqueue is one entry of the queue row's subqueues list: its task key
+// and its persisted ack level.
+type subqueue struct {
+	key    store.QueueKey
+	ack    store.TaskKey
+	hasAck bool
 }
 
 func (p *pass) newQueueJob(t store.Table, r store.QueueRow) *queueJob {
@@ -44,26 +60,107 @@ func (p *pass) newQueueJob(t store.Table, r store.QueueRow) *queueJob {
 		if _, name, _, perr := wire.ParseQueueRowID(r.ID); perr == nil {
 			j.name = name
 		}
+		j.subs = []subqueue{{key: r.QueueKey}}
 		return j
 	}
 	j.name = info.Name
 	j.lastUpdate = info.LastUpdateTime
+	j.otherHasTasks = info.OtherHasTasks
+	j.subs = subqueues(t, r.QueueKey, info, p.cfg.Compat == CompatTemporal)
 	return j
 }
 
-// Run implements executor.Job with Temporal's algorithm: read a batch of
-// the oldest tasks; stop at the first live one; if all are expired delete
-// them and go on; an empty queue may be deleted; after TasksPerJob tasks,
-// yield the worker.
+// subqueues lists the task keys of a queue: subqueue k is the k-th entry of
+// the row's subqueues list, its id computed forward from the row's id.
+func subqueues(t store.Table, key store.QueueKey, info wire.TaskQueueInfo, onlyFirst bool) []subqueue {
+	n := max(len(info.Subqueues), 1)
+	if onlyFirst {
+		n = 1
+	}
+	out := make([]subqueue, n)
+	out[0].key = key
+	for k := range out {
+		if k > 0 {
+			id := subqueueID(key.ID, k)
+			out[k].key = store.QueueKey{RangeHash: wire.RangeHash(id), ID: id}
+		}
+		switch {
+		case k < len(info.Subqueues) && t == store.V2:
+			sq := info.Subqueues[k]
+			out[k].ack = store.TaskKey{Pass: sq.FairAckLevel.Pass, ID: sq.FairAckLevel.TaskID}
+			out[k].hasAck = sq.HasFairAckLevel
+		case k < len(info.Subqueues):
+			out[k].ack = store.TaskKey{ID: info.Subqueues[k].AckLevel}
+			out[k].hasAck = info.Subqueues[k].AckLevel > 0
+		case t == store.V1:
+			// A row without a subqueues list (older servers): the top-level
+			// ack_level is subqueue 0's.
+			out[k].ack = store.TaskKey{ID: info.AckLevel}
+			out[k].hasAck = info.AckLevel > 0
+		}
+	}
+	return out
+}
+
+// subqueueID derives subqueue k's task_queue_id from the queue row's id
+// (subqueue 0): the last byte is the task type, which becomes type|0x80
+// followed by uvarint(k).
+func subqueueID(rowID []byte, k int) []byte {
+	id := make([]byte, 0, len(rowID)+4)
+	id = append(id, rowID[:len(rowID)-1]...)
+	id = append(id, rowID[len(rowID)-1]|0x80)
+	for v := uint64(k); ; v >>= 7 {
+		if v < 0x80 {
+			return append(id, byte(v))
+		}
+		id = append(id, byte(v)|0x80)
+	}
+}
+
+// inScope applies Config.Namespaces and Config.QueueGlob to a queue row.
+func (p *pass) inScope(j *queueJob) bool {
+	if len(p.cfg.Namespaces) > 0 && !p.namespaceInScope(j.key.ID) {
+		return false
+	}
+	if p.cfg.QueueGlob != "" {
+		ok, _ := path.Match(p.cfg.QueueGlob, j.name)
+		return ok
+	}
+	return true
+}
+
+// namespaceInScope reports whether a task_queue_id starts with one of the
+// namespaces of Config.Namespaces.
+func (p *pass) namespaceInScope(id []byte) bool {
+	if len(p.cfg.Namespaces) == 0 {
+		return true
+	}
+	for _, ns := range p.cfg.Namespaces {
+		if len(id) >= 16 && string(id[:16]) == string(ns[:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run implements executor.Job.
 func (j *queueJob) Run(ctx context.Context) executor.Status {
+	if j.p.cfg.Compat == CompatTemporal {
+		return j.runTemporal(ctx)
+	}
+	return j.run(ctx)
+}
+
+// runTemporal is Temporal's algorithm, batch by batch: read a batch of the
+// oldest tasks of subqueue 0; stop at the first live one; if all are
+// expired delete "task_id <= last" limited to the batch, and go on; an
+// empty queue may be deleted; after TasksPerJob tasks, yield the worker.
+func (j *queueJob) runTemporal(ctx context.Context) executor.Status {
 	p := j.p
 	batch := p.cfg.TaskBatchSize
+	sq := j.subs[0]
 	for i := 0; i < p.cfg.TasksPerJob/batch; i++ {
-		var tasks []store.TaskRow
-		err := p.retry(ctx, func() (err error) {
-			tasks, err = p.st.ReadTasks(ctx, j.table, j.key, j.cursor, batch)
-			return err
-		})
+		tasks, err := p.readTasks(ctx, j.table, sq.key, j.cursor, batch)
 		if err != nil {
 			return j.fail(ctx, "read tasks", err)
 		}
@@ -72,37 +169,16 @@ func (j *queueJob) Run(ctx context.Context) executor.Status {
 			return j.done()
 		}
 		now := p.cfg.Now()
-		for _, task := range tasks {
-			p.c.tasksProcessed.Add(1)
+		for i, task := range tasks {
 			j.examined++
-			times, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
-			if err != nil {
-				// An undecodable task counts as live: it ends the
-				// expired prefix and is never deleted.
-				k := task.Key
-				p.c.bad(BadRow{Table: j.table, Queue: j.key, Task: &k, Err: err})
-				p.cfg.Logger.Warn("bad task row: kept", "table", j.table.String(), "queue", j.key.String(), "task_id", k.ID, "err", err)
-				return j.done()
-			}
-			if !wire.Expired(times.ExpiryTime, now) {
+			if !j.expired(task, now) {
+				j.leftExpired(tasks[i+1:], now)
 				return j.done()
 			}
 		}
 		last := tasks[len(tasks)-1].Key
-		if !p.cfg.DryRun {
-			var n int64
-			err = p.retry(ctx, func() (err error) {
-				n, err = p.st.DeleteTasks(ctx, j.table, j.key, store.TaskRange{Max: last}, len(tasks))
-				return err
-			})
-			if err != nil {
-				return j.fail(ctx, "delete tasks", err)
-			}
-			p.c.tasksDeleted.Add(n)
-			j.deleted += int(n)
-		} else {
-			p.c.tasksDeleted.Add(int64(len(tasks)))
-			j.deleted += len(tasks)
+		if err := j.deleteRange(ctx, sq.key, store.TaskRange{Max: last}, len(tasks), len(tasks), ReasonExpired); err != nil {
+			return j.fail(ctx, "delete tasks", err)
 		}
 		j.cursor = &last
 		if len(tasks) < batch {
@@ -111,6 +187,177 @@ func (j *queueJob) Run(ctx context.Context) executor.Status {
 		}
 	}
 	return executor.Defer
+}
+
+// run is tqscavenger's mode: every subqueue, the whole expired prefix (and
+// with PastLiveHead every expired run), tasks at or below the ack level
+// with BelowAckLevel; the queue row goes only when no task is left in any
+// subqueue.
+func (j *queueJob) run(ctx context.Context) executor.Status {
+	p := j.p
+	budget := p.cfg.TasksPerJob
+	for j.si < len(j.subs) {
+		finished, err := j.walk(ctx, j.subs[j.si], &budget)
+		if err != nil {
+			return j.fail(ctx, "scavenge subqueue", err)
+		}
+		if !finished {
+			return executor.Defer
+		}
+		j.si++
+		j.cursor = nil
+	}
+	if !j.nonEmpty && !j.otherHasTasks {
+		j.tryDeleteQueue(ctx)
+	}
+	return j.done()
+}
+
+// walk scavenges one subqueue from the job's cursor until it is done
+// (finished) or the budget of tasks to examine is spent.
+func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished bool, err error) {
+	p := j.p
+	batch := p.cfg.TaskBatchSize
+	for *budget > 0 {
+		tasks, err := p.readTasks(ctx, j.table, sq.key, j.cursor, batch)
+		if err != nil {
+			return false, err
+		}
+		if len(tasks) == 0 {
+			return true, nil
+		}
+		now := p.cfg.Now()
+		var (
+			run    []store.TaskKey // consecutive deletable tasks
+			reason = ReasonExpired
+			stop   bool
+		)
+		flush := func() error {
+			if len(run) == 0 {
+				return nil
+			}
+			err := j.deleteRun(ctx, sq.key, run, reason)
+			run = run[:0]
+			return err
+		}
+		for i, task := range tasks {
+			j.examined++
+			*budget--
+			r, ok := j.deletable(sq, task, now)
+			if ok {
+				if len(run) > 0 && r != reason {
+					if err := flush(); err != nil {
+						return false, err
+					}
+				}
+				reason = r
+				run = append(run, task.Key)
+				continue
+			}
+			j.nonEmpty = true
+			if err := flush(); err != nil {
+				return false, err
+			}
+			if !p.cfg.PastLiveHead {
+				j.leftExpired(tasks[i+1:], now)
+				stop = true
+				break
+			}
+		}
+		if err := flush(); err != nil {
+			return false, err
+		}
+		last := tasks[len(tasks)-1].Key
+		j.cursor = &last
+		if stop {
+			return true, nil
+		}
+		if len(tasks) < batch {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// deletable reports whether a task may be deleted, and why.
+func (j *queueJob) deletable(sq subqueue, task store.TaskRow, now time.Time) (Reason, bool) {
+	if j.expired(task, now) {
+		return ReasonExpired, true
+	}
+	if j.p.cfg.BelowAckLevel && sq.hasAck && !sq.ack.Less(task.Key) {
+		return ReasonBelowAckLevel, true
+	}
+	return "", false
+}
+
+// expired decodes a task's expiry. An undecodable task is reported and
+// counts as live: it is never deleted.
+func (j *queueJob) expired(task store.TaskRow, now time.Time) bool {
+	p := j.p
+	p.c.table(j.table).tasksProcessed.Add(1)
+	times, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
+	if err != nil {
+		k := task.Key
+		p.c.bad(BadRow{Table: j.table, Queue: j.key, Task: &k, Err: err})
+		p.cfg.Logger.Warn("bad task row: kept", "table", j.table.String(), "queue", j.key.String(), "pass", k.Pass, "task_id", k.ID, "err", err)
+		return false
+	}
+	return wire.Expired(times.ExpiryTime, now)
+}
+
+// leftExpired counts the expired tasks of a batch that stay behind a live
+// one, for Stats.TasksExpiredLeft.
+func (j *queueJob) leftExpired(rest []store.TaskRow, now time.Time) {
+	var n int64
+	for _, t := range rest {
+		if tt, err := wire.DecodeTaskTimes(t.Encoding, t.Data); err == nil && wire.Expired(tt.ExpiryTime, now) {
+			n++
+		}
+	}
+	j.p.c.tasksExpiredLeft.Add(n)
+}
+
+// deleteRun deletes consecutive deletable tasks of one subqueue. In v1 a
+// key range is exact (matching appends only above the ids it has used); in
+// v2 a new task may sort between old ones, so exactly the keys go.
+func (j *queueJob) deleteRun(ctx context.Context, q store.QueueKey, run []store.TaskKey, r Reason) error {
+	if j.table == store.V1 {
+		return j.deleteRange(ctx, q, store.TaskRange{Min: run[0], Max: run[len(run)-1]}, 0, len(run), r)
+	}
+	p := j.p
+	if p.cfg.DryRun {
+		j.countDeleted(int64(len(run)), r)
+		return nil
+	}
+	var n int64
+	err := p.retry(ctx, func() (err error) {
+		n, err = p.st.DeleteTaskKeys(ctx, j.table, q, run)
+		return err
+	})
+	j.countDeleted(n, r)
+	return err
+}
+
+// deleteRange deletes the tasks of q in rg, at most limit (0: all); read
+// is how many tasks the caller read in rg, what a dry run counts.
+func (j *queueJob) deleteRange(ctx context.Context, q store.QueueKey, rg store.TaskRange, limit, read int, r Reason) error {
+	p := j.p
+	if p.cfg.DryRun {
+		j.countDeleted(int64(read), r)
+		return nil
+	}
+	var n int64
+	err := p.retry(ctx, func() (err error) {
+		n, err = p.st.DeleteTasks(ctx, j.table, q, rg, limit)
+		return err
+	})
+	j.countDeleted(n, r)
+	return err
+}
+
+func (j *queueJob) countDeleted(n int64, r Reason) {
+	j.p.c.deleted(j.table, r, n)
+	j.deleted += int(n)
 }
 
 // tryDeleteQueue deletes the queue row if it has been idle for the grace
@@ -123,14 +370,15 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context) {
 	if p.cfg.Now().Sub(j.lastUpdate) < p.cfg.Grace {
 		return
 	}
+	tc := p.c.table(j.table)
 	if p.cfg.DryRun {
-		p.c.queuesDeleted.Add(1)
+		tc.queuesDeleted.Add(1)
 		return
 	}
 	err := p.retry(ctx, func() error { return p.st.DeleteQueue(ctx, j.table, j.key, j.rangeID) })
 	switch {
 	case err == nil:
-		p.c.queuesDeleted.Add(1)
+		tc.queuesDeleted.Add(1)
 		p.cfg.Logger.Debug("queue deleted", "table", j.table.String(), "queue", j.key.String(), "name", j.name)
 	case errors.Is(err, store.ErrConditionFailed):
 		// A matching host took the queue (or deleted it) since it was
@@ -143,7 +391,7 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context) {
 }
 
 func (j *queueJob) done() executor.Status {
-	j.p.c.queuesProcessed.Add(1)
+	j.p.c.table(j.table).queuesProcessed.Add(1)
 	if log := j.p.cfg.Logger; log.Enabled(context.Background(), slog.LevelDebug) {
 		log.Debug("queue processed", "table", j.table.String(), "queue", j.key.String(), "name", j.name,
 			"tasks_examined", j.examined, "tasks_deleted", j.deleted)
@@ -160,4 +408,14 @@ func (j *queueJob) fail(ctx context.Context, op string, err error) executor.Stat
 	j.p.c.errors.Add(1)
 	j.p.cfg.Logger.Error("queue job failed", "op", op, "table", j.table.String(), "queue", j.key.String(), "name", j.name, "err", err)
 	return executor.Err
+}
+
+// readTasks reads a batch with retries.
+func (p *pass) readTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	var tasks []store.TaskRow
+	err := p.retry(ctx, func() (err error) {
+		tasks, err = p.st.ReadTasks(ctx, t, q, after, limit)
+		return err
+	})
+	return tasks, err
 }

@@ -208,6 +208,19 @@ func (p *pass) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if p.cfg.Orphans == OrphansNone || p.cfg.QueueGlob != "" {
+		return nil
+	}
+	// Orphans are looked for once every queue job is done, so a queue
+	// deleted by this pass is judged by the rows it left.
+	if err := p.ex.Wait(ctx); err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if err := p.scanOrphans(ctx, t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -226,8 +239,12 @@ func (p *pass) listQueues(ctx context.Context, t store.Table) error {
 			return fmt.Errorf("list %s queues: %w", t, err)
 		}
 		for _, r := range rows {
-			p.c.queuesListed.Add(1)
-			if err := p.ex.Submit(ctx, p.newQueueJob(t, r)); err != nil {
+			j := p.newQueueJob(t, r)
+			if !p.inScope(j) {
+				continue
+			}
+			p.c.table(t).queuesListed.Add(1)
+			if err := p.ex.Submit(ctx, j); err != nil {
 				return err
 			}
 		}

@@ -9,8 +9,27 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
+// Reason says why a task was deleted.
+type Reason string
+
+// The reasons a task may be deleted.
+const (
+	// ReasonExpired: its expiry_time passed. Temporal's rule.
+	ReasonExpired Reason = "expired"
+	// ReasonBelowAckLevel: at or below its subqueue's persisted ack level,
+	// so matching already dispatched it (Config.BelowAckLevel).
+	ReasonBelowAckLevel Reason = "below_ack_level"
+	// ReasonOrphan: no queue row owns it, and it is expired or, with
+	// Config.Orphans = OrphansAll, older than the grace period.
+	ReasonOrphan Reason = "orphan"
+)
+
+// Reasons lists every Reason, in a fixed order.
+var Reasons = []Reason{ReasonExpired, ReasonBelowAckLevel, ReasonOrphan}
+
 // Stats are a pass's counts. Read them while a pass runs with
-// Scavenger.Stats, or at the end from Run.
+// Scavenger.Stats, or at the end from Run. The totals are the sums of
+// Tables.
 type Stats struct {
 	Started time.Time
 	Elapsed time.Duration
@@ -21,18 +40,35 @@ type Stats struct {
 	QueuesKept      int64 // deletes refused because range_id changed: a matching host owns the queue
 
 	TasksProcessed int64 // task rows examined
-	TasksDeleted   int64 // task rows deleted (in a dry run: would be)
+	TasksDeleted   int64 // task rows deleted (in a dry run: would be), for any reason
+	// TasksExpiredLeft counts expired tasks examined and left in place
+	// (behind a live task, or in Temporal's mode sharing a batch with one).
+	TasksExpiredLeft int64
+	// OrphansFound counts task rows found without a queue row; OrphansLeft
+	// those left in place (not expired, and Orphans is not OrphansAll).
+	OrphansFound, OrphansLeft int64
 
 	Deferred int64 // times a queue job yielded its worker
 	Dropped  int64 // queue jobs dropped because the deferred list was full
-	Errors   int64 // queue jobs that ended with an error
+	Errors   int64 // queue jobs that ended with a permanent error
 	Retries  int64 // transient store errors retried
+
+	// Tables breaks the counts down by table version.
+	Tables map[store.Table]TableStats
 
 	// BadRows lists rows that could not be processed (undecodable blob,
 	// unknown encoding); the first MaxBadRows are kept, BadRowCount counts
 	// them all.
 	BadRows     []BadRow
 	BadRowCount int64
+}
+
+// TableStats are the counts of one table version.
+type TableStats struct {
+	QueuesListed, QueuesProcessed, QueuesDeleted int64
+	TasksProcessed                               int64
+	TasksDeleted                                 map[Reason]int64
+	BadRows                                      int64
 }
 
 // MaxBadRows caps Stats.BadRows.
@@ -57,21 +93,36 @@ func (b BadRow) String() string {
 	return fmt.Sprintf("%s queue %s: %v", b.Table, b.Queue, b.Err)
 }
 
+// tableCounters are the live counts of one table version.
+type tableCounters struct {
+	queuesListed, queuesProcessed, queuesDeleted, tasksProcessed, badRows atomic.Int64
+	tasksDeleted                                                          [3]atomic.Int64 // by index in Reasons
+}
+
 // counters are the live, concurrently updated form of Stats.
 type counters struct {
-	queuesListed, queuesProcessed, queuesDeleted, queuesKept atomic.Int64
-	tasksProcessed, tasksDeleted                             atomic.Int64
-	errors, retries                                          atomic.Int64
+	tables                                     [3]tableCounters // by store.Table (1, 2)
+	queuesKept, tasksExpiredLeft               atomic.Int64
+	orphansFound, orphansLeft, errors, retries atomic.Int64
 
 	mu      sync.Mutex
 	badRows []BadRow
-	badN    int64
+}
+
+func (c *counters) table(t store.Table) *tableCounters { return &c.tables[t] }
+
+func (c *counters) deleted(t store.Table, r Reason, n int64) {
+	for i, x := range Reasons {
+		if x == r {
+			c.tables[t].tasksDeleted[i].Add(n)
+		}
+	}
 }
 
 func (c *counters) bad(b BadRow) {
+	c.tables[b.Table].badRows.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.badN++
 	if len(c.badRows) < MaxBadRows {
 		c.badRows = append(c.badRows, b)
 	}
@@ -80,18 +131,38 @@ func (c *counters) bad(b BadRow) {
 func (c *counters) snapshot() Stats {
 	c.mu.Lock()
 	bad := append([]BadRow(nil), c.badRows...)
-	badN := c.badN
 	c.mu.Unlock()
-	return Stats{
-		QueuesListed:    c.queuesListed.Load(),
-		QueuesProcessed: c.queuesProcessed.Load(),
-		QueuesDeleted:   c.queuesDeleted.Load(),
-		QueuesKept:      c.queuesKept.Load(),
-		TasksProcessed:  c.tasksProcessed.Load(),
-		TasksDeleted:    c.tasksDeleted.Load(),
-		Errors:          c.errors.Load(),
-		Retries:         c.retries.Load(),
-		BadRows:         bad,
-		BadRowCount:     badN,
+	s := Stats{
+		QueuesKept:       c.queuesKept.Load(),
+		TasksExpiredLeft: c.tasksExpiredLeft.Load(),
+		OrphansFound:     c.orphansFound.Load(),
+		OrphansLeft:      c.orphansLeft.Load(),
+		Errors:           c.errors.Load(),
+		Retries:          c.retries.Load(),
+		BadRows:          bad,
+		Tables:           map[store.Table]TableStats{},
 	}
+	for _, t := range []store.Table{store.V1, store.V2} {
+		tc := &c.tables[t]
+		ts := TableStats{
+			QueuesListed:    tc.queuesListed.Load(),
+			QueuesProcessed: tc.queuesProcessed.Load(),
+			QueuesDeleted:   tc.queuesDeleted.Load(),
+			TasksProcessed:  tc.tasksProcessed.Load(),
+			BadRows:         tc.badRows.Load(),
+			TasksDeleted:    map[Reason]int64{},
+		}
+		for i, r := range Reasons {
+			n := tc.tasksDeleted[i].Load()
+			ts.TasksDeleted[r] = n
+			s.TasksDeleted += n
+		}
+		s.QueuesListed += ts.QueuesListed
+		s.QueuesProcessed += ts.QueuesProcessed
+		s.QueuesDeleted += ts.QueuesDeleted
+		s.TasksProcessed += ts.TasksProcessed
+		s.BadRowCount += ts.BadRows
+		s.Tables[t] = ts
+	}
+	return s
 }

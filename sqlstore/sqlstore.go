@@ -530,3 +530,75 @@ func (s *DB) Tables(ctx context.Context) ([]store.Table, error) {
 	}
 	return out, nil
 }
+
+// ListTaskQueueIDs implements store.Store. The distinct ids come from the
+// primary key in order (an index scan that stops at limit ids), and the
+// existence of an exact queue row is a point lookup per id, in the same
+// statement.
+func (s *DB) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	b := s.newBuilder()
+	b.w("SELECT d.range_hash, d.task_queue_id, CASE WHEN EXISTS (SELECT 1 FROM ", queueTable(t),
+		" q WHERE q.range_hash = d.range_hash AND q.task_queue_id = d.task_queue_id) THEN 1 ELSE 0 END FROM (SELECT DISTINCT range_hash, task_queue_id FROM ", taskTable(t))
+	if after != nil {
+		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
+	}
+	b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit).w(") d ORDER BY d.range_hash, d.task_queue_id")
+	op := "list task queue ids of " + taskTable(t)
+	rows, err := s.query(ctx, b.String(), b.args)
+	if err != nil {
+		return nil, s.wrap(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []store.TaskQueueRef
+	for rows.Next() {
+		var (
+			r   store.TaskQueueRef
+			rh  int64
+			has int
+		)
+		if err := rows.Scan(&rh, &r.ID, &has); err != nil {
+			return nil, s.wrap(ctx, op, err)
+		}
+		r.RangeHash, r.HasQueueRow = uint32(rh), has == 1
+		out = append(out, r)
+	}
+	return out, s.wrap(ctx, op, rows.Err())
+}
+
+// DeleteOrphanTasks implements store.Store.
+func (s *DB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	var total int64
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		b := s.newBuilder()
+		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND (", orderBy(t), ") IN (")
+		for i, k := range keys[:n] {
+			if i > 0 {
+				b.w(", ")
+			}
+			if t == store.V2 {
+				b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
+			} else {
+				b.p(k.ID)
+			}
+		}
+		b.w(")")
+		for _, p := range parents {
+			// MySQL cannot reference the target table in a subquery of a
+			// DELETE, but the queue table is another table.
+			b.w(" AND NOT EXISTS (SELECT 1 FROM ", queueTable(t), " WHERE range_hash = ").p(int64(p.RangeHash)).
+				w(" AND task_queue_id = ").p(p.ID).w(")")
+		}
+		d, err := s.exec(ctx, b.String(), b.args)
+		total += d
+		if err != nil {
+			return total, s.wrap(ctx, "delete orphans of "+taskTable(t), err)
+		}
+		keys = keys[n:]
+	}
+	return total, nil
+}

@@ -85,6 +85,14 @@ type TaskRow struct {
 	Encoding string
 }
 
+// TaskQueueRef is one distinct task_queue_id of a task table.
+type TaskQueueRef struct {
+	QueueKey
+	// HasQueueRow: a queue row with this exact key exists (the tasks are
+	// subqueue 0 of a live queue).
+	HasQueueRow bool
+}
+
 // TaskRange is an inclusive range of task keys: Min <= key <= Max.
 // The zero Min means "from the first task".
 type TaskRange struct {
@@ -138,6 +146,18 @@ type Store interface {
 	// rangeID. It returns an error wrapping ErrConditionFailed if the row
 	// is gone or its range_id changed.
 	DeleteQueue(ctx context.Context, t Table, q QueueKey, rangeID int64) error
+
+	// ListTaskQueueIDs returns up to limit distinct (range_hash,
+	// task_queue_id) pairs of the task table t in primary-key order,
+	// starting after the key after (nil: from the first), each with
+	// whether a queue row of exactly that key exists. It is how orphaned
+	// tasks are found without holding every queue id in memory.
+	ListTaskQueueIDs(ctx context.Context, t Table, after *QueueKey, limit int) ([]TaskQueueRef, error)
+
+	// DeleteOrphanTasks deletes exactly the tasks of q with the given keys,
+	// in the same statement checking that none of the queue rows parents
+	// exists; if one does (the queue was re-created) it deletes nothing.
+	DeleteOrphanTasks(ctx context.Context, t Table, q QueueKey, parents []QueueKey, keys []TaskKey) (int64, error)
 
 	// Tables reports which task tables exist.
 	Tables(ctx context.Context) ([]Table, error)

@@ -13,6 +13,7 @@ import (
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
 )
 
 // scavengeFlags are the flags that make a scavenger.Config, shared by run
@@ -34,6 +35,12 @@ type scavengeFlags struct {
 	tables   string
 	stmtTO   time.Duration
 	maxConns int
+
+	pastLiveHead  bool
+	belowAckLevel bool
+	orphans       string
+	namespaces    multiFlag
+	queueGlob     string
 }
 
 // multiFlag is a repeatable string flag.
@@ -70,6 +77,11 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
 	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
 	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default 8; SQLite uses one)")
+	fs.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
+	fs.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
+	fs.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
+	fs.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
+	fs.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
 }
 
 func nonNegative(name string, v int) error {
@@ -124,6 +136,23 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		c.Tables = []store.Table{store.V2}
 	default:
 		return c, usagef("--tables %q: use v1, v2 or all", f.tables)
+	}
+	c.PastLiveHead, c.BelowAckLevel, c.QueueGlob = f.pastLiveHead, f.belowAckLevel, f.queueGlob
+	switch scavenger.OrphanPolicy(f.orphans) {
+	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
+		c.Orphans = scavenger.OrphanPolicy(f.orphans)
+	default:
+		return c, usagef("--orphans %q: use expired, all or none", f.orphans)
+	}
+	for _, ns := range f.namespaces.vals {
+		id, err := wire.ParseNamespaceID(ns)
+		if err != nil {
+			return c, usagef("--namespace: %v", err)
+		}
+		c.Namespaces = append(c.Namespaces, id)
+	}
+	if c.Compat == scavenger.CompatTemporal && (c.PastLiveHead || c.BelowAckLevel || f.orphans == string(scavenger.OrphansAll)) {
+		return c, usagef("--past-live-head, --below-ack-level and --orphans=all are tqscavenger's rules: leave out --compat=temporal to use them")
 	}
 	if err := c.Validate(); err != nil {
 		return c, usageError{err}
@@ -194,8 +223,8 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	}
 	defer unlock()
 
-	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(cfg.Tables), "dry_run", cfg.DryRun)
 	s := scavenger.New(db, cfg)
+	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(s.Config().Tables), "dry_run", cfg.DryRun)
 	stopProgress := startProgress(e.stderr, progress, s)
 	st, err := s.Run(ctx)
 	stopProgress()

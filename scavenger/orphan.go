@@ -1,0 +1,168 @@
+package scavenger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/executor"
+	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+// orphanPageSize is how many distinct task_queue_ids one listing reads.
+const orphanPageSize = 1000
+
+// scanOrphans walks the distinct task_queue_ids of task table t. An id with
+// an exact queue row is subqueue 0 of a live queue. Any other id is
+// resolved by point lookups of each queue row it could belong to (every
+// valid split of the id into row id and subqueue index); if none exists
+// its tasks are orphans and a job scavenges them. Memory stays one page of
+// ids, whatever the number of queues.
+func (p *pass) scanOrphans(ctx context.Context, t store.Table) error {
+	var after *store.QueueKey
+	for {
+		var refs []store.TaskQueueRef
+		err := p.retry(ctx, func() (err error) {
+			refs, err = p.st.ListTaskQueueIDs(ctx, t, after, orphanPageSize)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("list %s task queue ids: %w", t, err)
+		}
+		for _, ref := range refs {
+			if ref.HasQueueRow || !p.namespaceInScope(ref.ID) {
+				continue
+			}
+			parents, orphan, err := p.resolveParents(ctx, t, ref.QueueKey)
+			if err != nil {
+				return err
+			}
+			if !orphan {
+				continue
+			}
+			if err := p.ex.Submit(ctx, &orphanJob{p: p, table: t, key: ref.QueueKey, parents: parents}); err != nil {
+				return err
+			}
+		}
+		if len(refs) < orphanPageSize {
+			return nil
+		}
+		k := refs[len(refs)-1].QueueKey
+		after = &k
+	}
+}
+
+// resolveParents returns the queue rows an id could belong to, and whether
+// none of them exists. An id that no queue row could own (no valid split)
+// is reported as a bad row and not treated as an orphan: what it is cannot
+// be proven.
+func (p *pass) resolveParents(ctx context.Context, t store.Table, key store.QueueKey) ([]store.QueueKey, bool, error) {
+	cands := wire.CandidateParents(key.ID)
+	if len(cands) == 0 {
+		p.c.bad(BadRow{Table: t, Queue: key, Err: errors.New("task_queue_id matches no queue id layout; tasks kept")})
+		return nil, false, nil
+	}
+	parents := make([]store.QueueKey, 0, len(cands))
+	for _, c := range cands {
+		pk := store.QueueKey{RangeHash: wire.RangeHash(c.QueueID), ID: c.QueueID}
+		parents = append(parents, pk)
+		if string(pk.ID) == string(key.ID) {
+			continue // the caller saw no exact row
+		}
+		err := p.retry(ctx, func() error {
+			_, err := p.st.GetQueue(ctx, t, pk)
+			return err
+		})
+		switch {
+		case err == nil:
+			return nil, false, nil
+		case errors.Is(err, store.ErrNotFound):
+		default:
+			return nil, false, fmt.Errorf("look up queue %s %s: %w", t, pk, err)
+		}
+	}
+	return parents, true, nil
+}
+
+// orphanJob scavenges the tasks of one task_queue_id that no queue row
+// owns: expired ones, and with OrphansAll those created before the grace
+// period. Every delete re-checks in its statement that no parent row
+// appeared.
+type orphanJob struct {
+	p       *pass
+	table   store.Table
+	key     store.QueueKey
+	parents []store.QueueKey
+	cursor  *store.TaskKey
+}
+
+func (j *orphanJob) Run(ctx context.Context) executor.Status {
+	p := j.p
+	for budget := p.cfg.TasksPerJob; budget > 0; {
+		tasks, err := p.readTasks(ctx, j.table, j.key, j.cursor, p.cfg.TaskBatchSize)
+		if err != nil {
+			return j.fail(ctx, err)
+		}
+		if len(tasks) == 0 {
+			return executor.Done
+		}
+		now := p.cfg.Now()
+		var del []store.TaskKey
+		for _, task := range tasks {
+			budget--
+			p.c.table(j.table).tasksProcessed.Add(1)
+			p.c.orphansFound.Add(1)
+			if j.deletable(task, now) {
+				del = append(del, task.Key)
+			} else {
+				p.c.orphansLeft.Add(1)
+			}
+		}
+		if len(del) > 0 {
+			var n int64
+			if p.cfg.DryRun {
+				n = int64(len(del))
+			} else if err := p.retry(ctx, func() (err error) {
+				n, err = p.st.DeleteOrphanTasks(ctx, j.table, j.key, j.parents, del)
+				return err
+			}); err != nil {
+				return j.fail(ctx, err)
+			}
+			p.c.deleted(j.table, ReasonOrphan, n)
+			if n < int64(len(del)) {
+				p.cfg.Logger.Info("orphan's queue reappeared: tasks kept", "table", j.table.String(), "task_queue", j.key.String())
+			}
+		}
+		last := tasks[len(tasks)-1].Key
+		j.cursor = &last
+		if len(tasks) < p.cfg.TaskBatchSize {
+			return executor.Done
+		}
+	}
+	return executor.Defer
+}
+
+func (j *orphanJob) deletable(task store.TaskRow, now time.Time) bool {
+	p := j.p
+	times, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
+	if err != nil {
+		k := task.Key
+		p.c.bad(BadRow{Table: j.table, Queue: j.key, Task: &k, Err: err})
+		return false
+	}
+	if wire.Expired(times.ExpiryTime, now) {
+		return true
+	}
+	return p.cfg.Orphans == OrphansAll && !times.CreateTime.IsZero() && times.CreateTime.Unix() > 0 &&
+		now.Sub(times.CreateTime) >= p.cfg.Grace
+}
+
+func (j *orphanJob) fail(ctx context.Context, err error) executor.Status {
+	if ctx.Err() == nil {
+		j.p.c.errors.Add(1)
+		j.p.cfg.Logger.Error("orphan job failed", "table", j.table.String(), "task_queue", j.key.String(), "err", err)
+	}
+	return executor.Err
+}
