@@ -358,3 +358,7 @@ func corruptTask(t *testing.T, db *sqlstore.DB, q store.QueueKey, id int64, data
 		t.Fatal(err)
 	}
 }
+
+func openEngine(t *testing.T, e sqlstore.Engine) *sqlstore.DB { return testdb.Open(t, e) }
+
+func isCondition(err error) bool { return errors.Is(err, store.ErrConditionFailed) }
