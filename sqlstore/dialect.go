@@ -3,13 +3,14 @@ package sqlstore
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
 // dialect holds what differs between engines. Each engine's file
 // (sqlite.go, postgres.go, mysql.go) defines one; the SQL that is the same
-// everywhere lives in queries.go.
+// everywhere lives in sqlstore.go.
 type dialect struct {
 	engine Engine
 	driver string
@@ -32,6 +33,15 @@ type dialect struct {
 
 	// classify maps a driver error to the store's error kinds.
 	classify func(err error) error
+
+	// serverTimeout reports a driver error that is the server enforcing
+	// Options.StatementTimeout (MySQL's lock wait timeout, MariaDB's
+	// max_statement_time); nil where the client enforces it alone.
+	serverTimeout func(err error) bool
+
+	// clientDeadline turns Options.StatementTimeout into the client's own
+	// deadline; nil means the timeout itself.
+	clientDeadline func(timeout time.Duration) time.Duration
 }
 
 // deleteForm is a limited delete: either one statement, or (SQLite) a probe
@@ -135,8 +145,11 @@ func (b *builder) whereQueue(q store.QueueKey) *builder {
 	return b.w("range_hash = ").p(int64(q.RangeHash)).w(" AND task_queue_id = ").p(q.ID)
 }
 
-// taskRange writes the bounds of r for table t.
+// taskRange writes the bounds of r for table t. The zero Min means "from
+// the first task", so it writes no lower bound at all.
 func (b *builder) taskRange(t store.Table, r store.TaskRange) *builder {
-	b.cmp(taskCols(t), taskVals(t, r.Min), ">=").w(" AND ")
+	if r.Min != (store.TaskKey{}) {
+		b.cmp(taskCols(t), taskVals(t, r.Min), ">=").w(" AND ")
+	}
 	return b.cmp(taskCols(t), taskVals(t, r.Max), "<=")
 }

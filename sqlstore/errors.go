@@ -10,17 +10,21 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// kindError marks a driver error with one of the store's error kinds
-// (store.ErrTransient, store.ErrConditionFailed) without changing its text.
+// kindError marks a driver error with the store's error kinds
+// (store.ErrTransient, store.ErrConditionFailed, context.DeadlineExceeded)
+// without changing its text.
 type kindError struct {
-	kind error
-	err  error
+	kinds []error
+	err   error
 }
 
-func (e *kindError) Error() string   { return e.err.Error() }
-func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+func (e *kindError) Error() string { return e.err.Error() }
 
-func mark(kind, err error) error { return &kindError{kind: kind, err: err} }
+func (e *kindError) Unwrap() []error {
+	return append(e.kinds[:len(e.kinds):len(e.kinds)], e.err)
+}
+
+func mark(kind, err error) error { return &kindError{kinds: []error{kind}, err: err} }
 
 // classifyCommon marks errors that mean "the connection, not the query,
 // failed" as transient, on any engine.

@@ -3,9 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -27,35 +30,64 @@ var mysqlDialect = &dialect{
 	},
 	forUpdate: " FOR UPDATE",
 	classify:  classifyMySQL,
+	serverTimeout: func(err error) bool {
+		var me *mysql.MySQLError
+		// Lock wait timeout; MariaDB's max_statement_time; MySQL's
+		// max_execution_time.
+		return errors.As(err, &me) && (me.Number == 1205 || me.Number == 1969 || me.Number == 3024)
+	},
+	// The server aborts a statement after StatementTimeout (MariaDB) or a
+	// lock wait after whole seconds (MySQL); the client waits a second
+	// longer, so that a statement it calls timed out has been stopped.
+	clientDeadline: func(t time.Duration) time.Duration { return max(t, lockWaitSeconds(t)*time.Second) + time.Second },
+}
+
+// lockWaitSeconds is innodb_lock_wait_timeout for a statement timeout t:
+// whole seconds, at least one.
+func lockWaitSeconds(t time.Duration) time.Duration {
+	return max(1, (t+time.Second-1)/time.Second)
 }
 
 // mysqlConfig turns mysql://user:pass@host:port/db?k=v into the driver's
-// configuration. Query parameters are passed to the driver.
+// configuration. Query parameters are the driver's (tls, timeout,
+// charset, …; see github.com/go-sql-driver/mysql), except socket=PATH for
+// a Unix socket; parameters the driver does not know are session
+// variables.
 func mysqlConfig(d DSN) (*mysql.Config, error) {
 	c := mysql.NewConfig()
 	c.Net = "tcp"
 	c.Addr = d.URL.Host
-	if !strings.Contains(c.Addr, ":") {
-		c.Addr += ":3306"
+	if d.URL.Port() == "" {
+		c.Addr = net.JoinHostPort(d.URL.Hostname(), "3306")
 	}
 	c.DBName = d.Database()
 	if d.URL.User != nil {
 		c.User = d.URL.User.Username()
 		c.Passwd, _ = d.URL.User.Password()
 	}
+	q := d.URL.Query()
+	if s := q.Get("socket"); s != "" {
+		c.Net, c.Addr = "unix", s
+	}
+	q.Del("socket")
+	// Let the driver parse its own parameters, from its own DSN format: it
+	// derives settings such as the TLS server name from the rest.
+	dsn := c.FormatDSN()
+	if len(q) > 0 {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + q.Encode()
+	}
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrBadDSN, d, redactErr(err, d))
+	}
 	c.InterpolateParams = true
 	// UPDATE … WHERE range_id = ? must report a matched row even when the
 	// data did not change, or a compare-and-set would look failed.
 	c.ClientFoundRows = true
-	c.Params = map[string]string{}
-	for k, v := range d.URL.Query() {
-		switch k {
-		case "socket":
-			c.Net, c.Addr = "unix", v[0]
-		default:
-			c.Params[k] = v[0]
-		}
-	}
 	return c, nil
 }
 
@@ -68,6 +100,15 @@ func openMySQL(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, d, redactErr(err, d))
 	}
+	if t := opts.StatementTimeout; t > 0 {
+		// The driver answers a canceled context by closing the connection;
+		// the server would go on with the statement. Bound it on the server:
+		// lock waits everywhere, and whole statements on MariaDB (the
+		// executable comment is MariaDB-only syntax; MySQL skips it).
+		conn = &sessionConnector{Connector: conn, setup: fmt.Sprintf(
+			"SET SESSION innodb_lock_wait_timeout = %d /*M!100101 , SESSION max_statement_time = %.6f */",
+			lockWaitSeconds(t), t.Seconds())}
+	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
@@ -76,6 +117,29 @@ func openMySQL(ctx context.Context, d DSN, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: %s: %s%s", ErrUnavailable, d, redactErr(err, d), mysqlHint(err))
 	}
 	return newDB(db, mysqlDialect, d, opts), nil
+}
+
+// sessionConnector runs a statement on each new connection.
+type sessionConnector struct {
+	driver.Connector
+	setup string
+}
+
+func (c *sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("mysql driver connection %T cannot execute statements", conn)
+	}
+	if _, err := ex.ExecContext(ctx, c.setup, nil); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("session setup: %w", err)
+	}
+	return conn, nil
 }
 
 func mysqlHint(err error) string {

@@ -2,13 +2,15 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -32,10 +34,20 @@ var postgresDialect = &dialect{
 }
 
 func openPostgres(ctx context.Context, d DSN, opts Options) (*DB, error) {
-	db, err := sql.Open("pgx", d.URL.String())
+	cfg, err := pgx.ParseConfig(d.URL.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, d, redactErr(err, d))
+		return nil, fmt.Errorf("%w: %s: %s", ErrBadDSN, d, redactErr(err, d))
 	}
+	// pgx's default answer to a canceled context is to drop the connection,
+	// which leaves the statement running on the server: a DELETE waiting
+	// for a row lock would still run once the lock is released, after we
+	// reported it as failed. A cancel request stops it on the server; if it
+	// finished first, the call reports its result. The deadline on the
+	// socket is the fallback for an unresponsive server.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 5 * time.Second}
+	}
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	if err := db.PingContext(ctx); err != nil {

@@ -12,7 +12,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +35,13 @@ type Options struct {
 	// StatementTimeout bounds each statement; 0 means no bound. A
 	// statement that runs out of time fails with an error wrapping both
 	// store.ErrTransient and context.DeadlineExceeded.
+	//
+	// The bound is enforced on the server too, so that a statement
+	// reported as timed out does not take effect later (say, once a row
+	// lock it waited for is released): PostgreSQL gets a cancel request
+	// when the deadline passes; MySQL gets innodb_lock_wait_timeout and,
+	// on MariaDB, max_statement_time, with the client's own deadline a
+	// little later as a backstop for an unresponsive server.
 	StatementTimeout time.Duration
 
 	// BusyTimeout is how long SQLite waits for a lock held by another
@@ -54,7 +60,6 @@ type DB struct {
 	stmts map[string]*sql.Stmt
 
 	statements atomic.Int64
-	rows       atomic.Int64
 
 	// release undoes what Open set up beyond the sql.DB (e.g. a lock file).
 	closers []func() error
@@ -176,10 +181,15 @@ func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// withTimeout applies the per-statement timeout.
+// withTimeout applies the per-statement timeout, on the client side. Where
+// the server enforces the timeout itself (MySQL) the client's deadline is
+// later, so that the server's verdict arrives first.
 func (s *DB) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.opts.StatementTimeout > 0 {
-		return context.WithTimeout(ctx, s.opts.StatementTimeout)
+	if t := s.opts.StatementTimeout; t > 0 {
+		if s.d.clientDeadline != nil {
+			t = s.d.clientDeadline(t)
+		}
+		return context.WithTimeout(ctx, t)
 	}
 	return ctx, func() {}
 }
@@ -229,6 +239,10 @@ func (s *DB) wrap(ctx context.Context, op string, err error) error {
 		}
 		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout, mark(store.ErrTransient, ctxErr))
 	}
+	if s.opts.StatementTimeout > 0 && s.d.serverTimeout != nil && s.d.serverTimeout(err) {
+		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout,
+			&kindError{kinds: []error{store.ErrTransient, context.DeadlineExceeded}, err: err})
+	}
 	return fmt.Errorf("%s: %w", op, s.d.classify(err))
 }
 
@@ -257,12 +271,7 @@ func (s *DB) newBuilder() *builder { return &builder{d: s.d} }
 func (s *DB) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
-	b := s.newBuilder()
-	b.w("SELECT range_hash, task_queue_id, range_id, data, data_encoding FROM ", queueTable(t))
-	if after != nil {
-		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
-	}
-	b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit)
+	b := s.listQueuesSQL(t, after, limit)
 	rows, err := s.query(ctx, b.String(), b.args)
 	if err != nil {
 		return nil, s.wrap(ctx, "list "+queueTable(t), err)
@@ -286,7 +295,16 @@ func (s *DB) ListQueues(ctx context.Context, t store.Table, after *store.QueueKe
 	return out, nil
 }
 
-// GetQueue implements store.Writer.
+func (s *DB) listQueuesSQL(t store.Table, after *store.QueueKey, limit int) *builder {
+	b := s.newBuilder()
+	b.w("SELECT range_hash, task_queue_id, range_id, data, data_encoding FROM ", queueTable(t))
+	if after != nil {
+		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
+	}
+	return b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit)
+}
+
+// GetQueue implements store.Store.
 func (s *DB) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
@@ -310,18 +328,11 @@ func (s *DB) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (sto
 	return r, s.wrap(ctx, "get queue", rows.Err())
 }
 
-var minTaskKey = store.TaskKey{Pass: math.MinInt64, ID: math.MinInt64}
-
 // ReadTasks implements store.Store.
 func (s *DB) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
-	b := s.newBuilder()
-	b.w("SELECT ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").whereQueue(q)
-	if after != nil {
-		b.w(" AND ").gt(taskCols(t), taskVals(t, *after))
-	}
-	b.w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit)
+	b := s.readTasksSQL(t, q, after, limit)
 	rows, err := s.query(ctx, b.String(), b.args)
 	if err != nil {
 		return nil, s.wrap(ctx, "read "+taskTable(t), err)
@@ -343,8 +354,16 @@ func (s *DB) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, aft
 	if err := rows.Err(); err != nil {
 		return nil, s.wrap(ctx, "read "+taskTable(t), err)
 	}
-	s.rows.Add(int64(len(out)))
 	return out, nil
+}
+
+func (s *DB) readTasksSQL(t store.Table, q store.QueueKey, after *store.TaskKey, limit int) *builder {
+	b := s.newBuilder()
+	b.w("SELECT ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").whereQueue(q)
+	if after != nil {
+		b.w(" AND ").gt(taskCols(t), taskVals(t, *after))
+	}
+	return b.w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit)
 }
 
 // DeleteTasks implements store.Store.
@@ -353,8 +372,7 @@ func (s *DB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r
 	defer cancel()
 	op := "delete " + taskTable(t)
 	if limit <= 0 {
-		b := s.newBuilder()
-		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, r)
+		b := s.deleteRangeSQL(t, q, r)
 		n, err := s.exec(ctx, b.String(), b.args)
 		return n, s.wrap(ctx, op, err)
 	}
@@ -384,10 +402,15 @@ func (s *DB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r
 	if err != nil {
 		return 0, s.wrap(ctx, op, err)
 	}
-	b := s.newBuilder()
-	b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, store.TaskRange{Min: r.Min, Max: max})
+	b := s.deleteRangeSQL(t, q, store.TaskRange{Min: r.Min, Max: max})
 	n, err := s.exec(ctx, b.String(), b.args)
 	return n, s.wrap(ctx, op, err)
+}
+
+// deleteRangeSQL deletes every task of q inside r.
+func (s *DB) deleteRangeSQL(t store.Table, q store.QueueKey, r store.TaskRange) *builder {
+	b := s.newBuilder()
+	return b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, r)
 }
 
 // DeleteTaskKeys implements store.Store.
@@ -517,6 +540,9 @@ func (s *DB) AppendTasks(ctx context.Context, t store.Table, owner store.QueueKe
 
 // Tables implements store.Store.
 func (s *DB) Tables(ctx context.Context) ([]store.Table, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	s.statements.Add(1)
 	names, err := s.tableNames(ctx)
 	if err != nil {
 		return nil, err
