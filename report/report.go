@@ -1,17 +1,21 @@
 // Package report takes a read-only inventory of a task store: queue rows
-// and tasks by table version and namespace, what is expired, idle or
-// unreadable. It never writes.
+// and tasks by table version and namespace (idle, expired, in subqueues,
+// below the ack level, orphaned, unreadable), and what each scavenger mode
+// would delete. It never writes.
 package report
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"text/tabwriter"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )
@@ -24,7 +28,13 @@ type Counts struct {
 	Expired    int64 `json:"tasks_expired"`
 	Future     int64 `json:"tasks_expiry_future"`
 	NoExpiry   int64 `json:"tasks_no_expiry"`
-	BadRows    int64 `json:"bad_rows"`
+	// InSubqueues counts tasks in subqueues k > 0 (priority levels).
+	InSubqueues int64 `json:"tasks_in_subqueues"`
+	// BelowAck counts tasks at or below their subqueue's ack level.
+	BelowAck int64 `json:"tasks_below_ack_level"`
+	// Orphans counts tasks whose queue row does not exist.
+	Orphans int64 `json:"tasks_orphaned"`
+	BadRows int64 `json:"bad_rows"`
 }
 
 func (c *Counts) add(o Counts) {
@@ -34,7 +44,17 @@ func (c *Counts) add(o Counts) {
 	c.Expired += o.Expired
 	c.Future += o.Future
 	c.NoExpiry += o.NoExpiry
+	c.InSubqueues += o.InSubqueues
+	c.BelowAck += o.BelowAck
+	c.Orphans += o.Orphans
 	c.BadRows += o.BadRows
+}
+
+// WouldDelete is what one mode's dry run would delete.
+type WouldDelete struct {
+	Mode   string `json:"mode"`
+	Queues int64  `json:"queues"`
+	Tasks  int64  `json:"tasks"`
 }
 
 // Report is an inventory of a store at one instant.
@@ -45,6 +65,8 @@ type Report struct {
 	Tables map[string]*Counts `json:"tables"`
 	// Namespaces holds the counts per table version and namespace id.
 	Namespaces map[string]map[string]*Counts `json:"namespaces"`
+	// Modes says what each mode would delete; empty unless Options.Modes.
+	Modes []WouldDelete `json:"modes,omitempty"`
 }
 
 // Options say what the inventory counts as idle and expired.
@@ -55,15 +77,19 @@ type Options struct {
 	Tables []store.Table
 	// PageSize for listing and reading. Default 1000.
 	PageSize int
+	// Modes adds a dry run of each scavenger mode (Temporal's, the
+	// default, and each opt-in rule) to the report.
+	Modes bool
 }
 
-// Take walks every queue row and task of the chosen tables.
+// Take walks every queue row, every subqueue and every orphaned task of the
+// chosen tables.
 func Take(ctx context.Context, st store.Store, o Options) (*Report, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
 	if o.Grace <= 0 {
-		o.Grace = 48 * time.Hour
+		o.Grace = scavenger.TemporalGrace
 	}
 	if o.PageSize <= 0 {
 		o.PageSize = 1000
@@ -76,82 +102,203 @@ func Take(ctx context.Context, st store.Store, o Options) (*Report, error) {
 	}
 	r := &Report{At: o.Now, Grace: o.Grace.String(), Tables: map[string]*Counts{}, Namespaces: map[string]map[string]*Counts{}}
 	for _, t := range o.Tables {
-		tot := &Counts{}
-		r.Tables[t.String()] = tot
-		byNS := map[string]*Counts{}
-		r.Namespaces[t.String()] = byNS
-		var after *store.QueueKey
-		for {
-			rows, err := st.ListQueues(ctx, t, after, o.PageSize)
-			if err != nil {
-				return nil, err
-			}
-			for _, q := range rows {
-				c, ns, err := queueCounts(ctx, st, t, q, o)
-				if err != nil {
-					return nil, err
-				}
-				if byNS[ns] == nil {
-					byNS[ns] = &Counts{}
-				}
-				byNS[ns].add(c)
-				tot.add(c)
-			}
-			if len(rows) < o.PageSize {
-				break
-			}
-			k := rows[len(rows)-1].QueueKey
-			after = &k
+		w := &walker{st: st, t: t, o: o, total: &Counts{}, byNS: map[string]*Counts{}}
+		r.Tables[t.String()], r.Namespaces[t.String()] = w.total, w.byNS
+		if err := w.queues(ctx); err != nil {
+			return nil, err
+		}
+		if err := w.orphans(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if o.Modes {
+		if err := r.dryRuns(ctx, st, o); err != nil {
+			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// queueCounts counts one queue row and the tasks of its subqueue 0.
-func queueCounts(ctx context.Context, st store.Store, t store.Table, q store.QueueRow, o Options) (Counts, string, error) {
-	c := Counts{Queues: 1}
-	ns := "unknown"
-	if id, _, _, err := wire.ParseQueueRowID(q.ID); err == nil {
-		ns = id.String()
+type walker struct {
+	st    store.Store
+	t     store.Table
+	o     Options
+	total *Counts
+	byNS  map[string]*Counts
+}
+
+func (w *walker) ns(id []byte) *Counts {
+	name := "unknown"
+	if len(id) >= 16 {
+		var ns wire.NamespaceID
+		copy(ns[:], id)
+		name = ns.String()
 	}
-	info, err := wire.DecodeTaskQueueInfo(q.Encoding, q.Data)
-	if err != nil {
-		c.BadRows++
-	} else if o.Now.Sub(info.LastUpdateTime) >= o.Grace {
-		c.IdleQueues++
+	c := w.byNS[name]
+	if c == nil {
+		c = &Counts{}
+		w.byNS[name] = c
 	}
-	var after *store.TaskKey
+	return c
+}
+
+func (w *walker) count(id []byte, f func(*Counts)) {
+	f(w.ns(id))
+	f(w.total)
+}
+
+func (w *walker) queues(ctx context.Context) error {
+	var after *store.QueueKey
 	for {
-		tasks, err := st.ReadTasks(ctx, t, q.QueueKey, after, o.PageSize)
+		rows, err := w.st.ListQueues(ctx, w.t, after, w.o.PageSize)
 		if err != nil {
-			return c, ns, err
+			return err
 		}
-		for _, task := range tasks {
-			c.Tasks++
-			tt, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
-			switch {
-			case err != nil:
-				c.BadRows++
-			case wire.Expired(tt.ExpiryTime, o.Now):
-				c.Expired++
-			case tt.ExpiryTime.IsZero() || tt.ExpiryTime.Unix() <= 0:
-				c.NoExpiry++
-			default:
-				c.Future++
+		for _, q := range rows {
+			if err := w.queue(ctx, q); err != nil {
+				return err
 			}
 		}
-		if len(tasks) < o.PageSize {
-			return c, ns, nil
+		if len(rows) < w.o.PageSize {
+			return nil
+		}
+		k := rows[len(rows)-1].QueueKey
+		after = &k
+	}
+}
+
+func (w *walker) queue(ctx context.Context, q store.QueueRow) error {
+	w.count(q.ID, func(c *Counts) { c.Queues++ })
+	info, err := wire.DecodeTaskQueueInfo(q.Encoding, q.Data)
+	subs := []scavenger.Subqueue{{Key: q.QueueKey}}
+	if err != nil {
+		w.count(q.ID, func(c *Counts) { c.BadRows++ })
+	} else {
+		if w.o.Now.Sub(info.LastUpdateTime) >= w.o.Grace {
+			w.count(q.ID, func(c *Counts) { c.IdleQueues++ })
+		}
+		subs = scavenger.Subqueues(w.t, q.QueueKey, info)
+	}
+	for k, sq := range subs {
+		if err := w.tasks(ctx, q.ID, sq, k > 0, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tasks counts the tasks of one subqueue (or orphaned task_queue_id).
+func (w *walker) tasks(ctx context.Context, nsID []byte, sq scavenger.Subqueue, inSub, orphan bool) error {
+	var after *store.TaskKey
+	for {
+		tasks, err := w.st.ReadTasks(ctx, w.t, sq.Key, after, w.o.PageSize)
+		if err != nil {
+			return err
+		}
+		for _, task := range tasks {
+			tt, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
+			below := sq.HasAck && !sq.Ack.Less(task.Key)
+			w.count(nsID, func(c *Counts) {
+				c.Tasks++
+				switch {
+				case err != nil:
+					c.BadRows++
+				case wire.Expired(tt.ExpiryTime, w.o.Now):
+					c.Expired++
+				case tt.ExpiryTime.IsZero() || tt.ExpiryTime.Unix() <= 0:
+					c.NoExpiry++
+				default:
+					c.Future++
+				}
+				if inSub {
+					c.InSubqueues++
+				}
+				if below {
+					c.BelowAck++
+				}
+				if orphan {
+					c.Orphans++
+				}
+			})
+		}
+		if len(tasks) < w.o.PageSize {
+			return nil
 		}
 		k := tasks[len(tasks)-1].Key
 		after = &k
 	}
 }
 
-// WriteText writes the report as a table.
+// orphans counts the tasks of every task_queue_id no queue row owns.
+func (w *walker) orphans(ctx context.Context) error {
+	var after *store.QueueKey
+	for {
+		refs, err := w.st.ListTaskQueueIDs(ctx, w.t, after, w.o.PageSize)
+		if err != nil {
+			return err
+		}
+		for _, ref := range refs {
+			if ref.HasQueueRow {
+				continue
+			}
+			_, orphan, err := scavenger.ResolveParents(ctx, w.st, w.t, ref.QueueKey)
+			if errors.Is(err, scavenger.ErrNoParentLayout) {
+				w.count(ref.ID, func(c *Counts) { c.BadRows++ })
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if orphan {
+				if err := w.tasks(ctx, ref.ID, scavenger.Subqueue{Key: ref.QueueKey}, false, true); err != nil {
+					return err
+				}
+			}
+		}
+		if len(refs) < w.o.PageSize {
+			return nil
+		}
+		k := refs[len(refs)-1].QueueKey
+		after = &k
+	}
+}
+
+// modes are the dry runs a report shows.
+var modes = []struct {
+	name string
+	cfg  scavenger.Config
+}{
+	{"temporal", scavenger.Config{Compat: scavenger.CompatTemporal}},
+	{"default", scavenger.Config{}},
+	{"default --past-live-head", scavenger.Config{PastLiveHead: true}},
+	{"default --below-ack-level", scavenger.Config{BelowAckLevel: true}},
+	{"default --orphans=all", scavenger.Config{Orphans: scavenger.OrphansAll}},
+	{"all rules", scavenger.Config{PastLiveHead: true, BelowAckLevel: true, Orphans: scavenger.OrphansAll}},
+}
+
+func (r *Report) dryRuns(ctx context.Context, st store.Store, o Options) error {
+	for _, m := range modes {
+		cfg := m.cfg
+		cfg.DryRun = true
+		cfg.Grace = o.Grace
+		cfg.Now = func() time.Time { return o.Now }
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		if cfg.Compat == "" {
+			cfg.Tables = o.Tables
+		}
+		s, err := scavenger.New(st, cfg).Run(ctx)
+		if err != nil {
+			return fmt.Errorf("dry run of %s: %w", m.name, err)
+		}
+		r.Modes = append(r.Modes, WouldDelete{Mode: m.name, Queues: s.QueuesDeleted, Tasks: s.TasksDeleted})
+	}
+	return nil
+}
+
+// WriteText writes the report as tables.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "table\tnamespace\tqueues\tidle\ttasks\texpired\tfuture\tno expiry\tbad rows\t")
+	fmt.Fprintln(tw, "table\tnamespace\tqueues\tidle\ttasks\texpired\tfuture\tno expiry\tin subqueues\tbelow ack\torphans\tbad rows\t")
 	tables := make([]string, 0, len(r.Tables))
 	for t := range r.Tables {
 		tables = append(tables, t)
@@ -163,16 +310,31 @@ func (r *Report) WriteText(w io.Writer) error {
 			nss = append(nss, ns)
 		}
 		sort.Strings(nss)
-		for _, ns := range nss {
-			row(tw, t, ns, r.Namespaces[t][ns])
+		if len(nss) > 1 {
+			for _, ns := range nss {
+				row(tw, t, ns, r.Namespaces[t][ns])
+			}
 		}
 		row(tw, t, "all", r.Tables[t])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Modes) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nWhat each mode would delete now:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "mode\tqueues\ttasks\t")
+	for _, m := range r.Modes {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", m.Mode, m.Queues, m.Tasks)
 	}
 	return tw.Flush()
 }
 
 func row(w io.Writer, t, ns string, c *Counts) {
-	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t, ns, c.Queues, c.IdleQueues, c.Tasks, c.Expired, c.Future, c.NoExpiry, c.BadRows)
+	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t, ns, c.Queues, c.IdleQueues, c.Tasks,
+		c.Expired, c.Future, c.NoExpiry, c.InSubqueues, c.BelowAck, c.Orphans, c.BadRows)
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -2,6 +2,7 @@ package scavenger_test
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/tqscavenger/tqscavenger/internal/fixture"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
@@ -175,6 +177,22 @@ func TestFixtureDefaultMode(t *testing.T) {
 						temporal = readRows(t, fixture.Path(t, name+afterSuffix))
 					}
 				}
+				if temporal != nil {
+					// Every queue row we left, Temporal left too, except
+					// rows whose v2 side still holds tasks: Temporal deletes
+					// those, losing the flag that tells matching to drain v2.
+					kept := 0
+					for k := range after["task_queues"] {
+						if _, ok := temporal["task_queues"][k]; ok {
+							continue
+						}
+						if !v2HoldsTasks(t, path, after, k) {
+							t.Errorf("queue row %s left, but Temporal deleted it and v2 holds no task of it", k)
+						}
+						kept++
+					}
+					t.Logf("kept %d v1 queue rows that Temporal deleted although their v2 side holds tasks", kept)
+				}
 				for _, table := range []string{"tasks", "tasks_v2"} {
 					checkTasks(t, table, before[table], after[table], pastLiveHead)
 					if temporal == nil {
@@ -191,6 +209,37 @@ func TestFixtureDefaultMode(t *testing.T) {
 			})
 		}
 	}
+}
+
+// v2HoldsTasks reports whether the v2 side of the v1 queue row k holds a
+// task in any of its subqueues.
+func v2HoldsTasks(t *testing.T, path string, after dbRows, k string) bool {
+	t.Helper()
+	db, err := sqlstore.Open(context.Background(), "sqlite:"+path, sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rh uint32
+	var idHex string
+	fmt.Sscanf(strings.ReplaceAll(k, "/", " "), "%d %s", &rh, &idHex)
+	id, _ := hex.DecodeString(idHex)
+	row, err := db.GetQueue(context.Background(), store.V2, store.QueueKey{RangeHash: rh, ID: id})
+	if err != nil {
+		return false
+	}
+	info, err := wire.DecodeTaskQueueInfo(row.Encoding, row.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sq := range scavenger.Subqueues(store.V2, row.QueueKey, info) {
+		for _, r := range after["tasks_v2"] {
+			if r.queue == sq.Key.String() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkTasks asserts: no live task was deleted; an expired task is left

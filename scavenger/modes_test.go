@@ -148,23 +148,39 @@ func setQueueInfo(t *testing.T, db *sqlstore.DB, tb store.Table, q store.QueueKe
 	}
 }
 
-func TestOtherHasTasksKeepsTheRow(t *testing.T) {
-	db := newSQLite(t)
-	mustSeed(t, db, seed.Spec{Queues: 1, IdleAge: 72 * time.Hour})
-	q := queueKey("seed-0", 0)
-	setQueueInfo(t, db, store.V1, q, func(i *wire.TaskQueueInfo) { i.OtherHasTasks = true })
-	for _, c := range []struct {
-		compat scavenger.Compat
-		want   bool
-	}{{"", true}, {scavenger.CompatTemporal, false}} {
-		cfg := baseConfig()
-		cfg.Compat = c.compat
-		if _, err := scavenger.New(db, cfg).Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if got := queueExists(t, db, store.V1, q); got != c.want {
-			t.Errorf("compat %q: queue exists = %v, want %v", c.compat, got, c.want)
-		}
+// TestOtherHasTasks: other_has_tasks keeps a queue row only while the other
+// table version really holds tasks of the queue; Temporal ignores the flag.
+func TestOtherHasTasks(t *testing.T) {
+	cases := []struct {
+		name       string
+		compat     scavenger.Compat
+		otherTasks int
+		want       bool
+	}{
+		{"flag set, other table empty", "", 0, false},
+		{"flag set, other table holds tasks", "", 3, true},
+		{"temporal ignores the flag", scavenger.CompatTemporal, 3, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db := newSQLite(t)
+			mustSeed(t, db, seed.Spec{Queues: 1, IdleAge: 72 * time.Hour})
+			// The same queue in v2, recently used, holding live tasks.
+			mustSeed(t, db, seed.Spec{Table: store.V2, Queues: 1, TasksPerQueue: c.otherTasks, NoExpiry: 1, IdleAge: time.Minute})
+			q := queueKey("seed-0", 0)
+			setQueueInfo(t, db, store.V1, q, func(i *wire.TaskQueueInfo) { i.OtherHasTasks = true })
+			cfg := baseConfig()
+			cfg.Compat = c.compat
+			if _, err := scavenger.New(db, cfg).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := queueExists(t, db, store.V1, q); got != c.want {
+				t.Errorf("v1 queue exists = %v, want %v", got, c.want)
+			}
+			if n := countTable(t, db, store.V2, q); n != c.otherTasks {
+				t.Errorf("v2 tasks %d, want %d", n, c.otherTasks)
+			}
+		})
 	}
 }
 

@@ -54,32 +54,50 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table) error {
 	}
 }
 
-// resolveParents returns the queue rows an id could belong to, and whether
-// none of them exists. An id that no queue row could own (no valid split)
-// is reported as a bad row and not treated as an orphan: what it is cannot
-// be proven.
+// resolveParents is ResolveParents with the pass's retries and bad-row
+// reporting.
 func (p *pass) resolveParents(ctx context.Context, t store.Table, key store.QueueKey) ([]store.QueueKey, bool, error) {
-	cands := wire.CandidateParents(key.ID)
-	if len(cands) == 0 {
-		p.c.bad(BadRow{Table: t, Queue: key, Err: errors.New("task_queue_id matches no queue id layout; tasks kept")})
+	var (
+		parents []store.QueueKey
+		orphan  bool
+	)
+	err := p.retry(ctx, func() (err error) {
+		parents, orphan, err = ResolveParents(ctx, p.st, t, key)
+		return err
+	})
+	if errors.Is(err, ErrNoParentLayout) {
+		p.c.bad(BadRow{Table: t, Queue: key, Err: err})
 		return nil, false, nil
 	}
-	parents := make([]store.QueueKey, 0, len(cands))
+	return parents, orphan, err
+}
+
+// ErrNoParentLayout reports a task_queue_id that no queue row could own.
+var ErrNoParentLayout = errors.New("task_queue_id matches no queue id layout; tasks kept")
+
+// ResolveParents returns the queue rows of table t that could own the
+// tasks under key (one per valid split of the id into queue row id and
+// subqueue index, see wire.CandidateParents), and whether none of them
+// exists: then the tasks are orphans. It looks each candidate up, except
+// key itself, which callers have already found absent. An id that no queue
+// row could own gives ErrNoParentLayout: what it is cannot be proven.
+func ResolveParents(ctx context.Context, st store.Store, t store.Table, key store.QueueKey) (parents []store.QueueKey, orphan bool, err error) {
+	cands := wire.CandidateParents(key.ID)
+	if len(cands) == 0 {
+		return nil, false, ErrNoParentLayout
+	}
+	parents = make([]store.QueueKey, 0, len(cands))
 	for _, c := range cands {
 		pk := store.QueueKey{RangeHash: wire.RangeHash(c.QueueID), ID: c.QueueID}
 		parents = append(parents, pk)
 		if string(pk.ID) == string(key.ID) {
-			continue // the caller saw no exact row
+			continue
 		}
-		err := p.retry(ctx, func() error {
-			_, err := p.st.GetQueue(ctx, t, pk)
-			return err
-		})
+		_, err := st.GetQueue(ctx, t, pk)
 		switch {
 		case err == nil:
 			return nil, false, nil
-		case errors.Is(err, store.ErrNotFound):
-		default:
+		case !errors.Is(err, store.ErrNotFound):
 			return nil, false, fmt.Errorf("look up queue %s %s: %w", t, pk, err)
 		}
 	}

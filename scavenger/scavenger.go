@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -193,17 +194,31 @@ type pass struct {
 	st  store.Store
 	c   *counters
 	ex  *executor.Executor
+	// present lists the task tables that exist, whether or not this pass
+	// scavenges them.
+	present []store.Table
 }
 
 func (p *pass) run(ctx context.Context) error {
+	var err error
+	if err = p.retry(ctx, func() error { p.present, err = p.st.Tables(ctx); return err }); err != nil {
+		return fmt.Errorf("find task tables: %w", err)
+	}
 	tables := p.cfg.Tables
 	if len(tables) == 0 {
-		var err error
-		if err = p.retry(ctx, func() error { tables, err = p.st.Tables(ctx); return err }); err != nil {
-			return fmt.Errorf("find task tables: %w", err)
-		}
+		tables = p.present
 	}
-	for _, t := range tables {
+	// The fairness tables go first, and finish before v1 starts: a v1 row
+	// whose other_has_tasks flag points at v2 is then judged by what this
+	// pass left in v2, not by tasks it was about to delete.
+	tables = slices.Clone(tables)
+	slices.SortFunc(tables, func(a, b store.Table) int { return int(b) - int(a) })
+	for i, t := range tables {
+		if i > 0 {
+			if err := p.ex.Wait(ctx); err != nil {
+				return err
+			}
+		}
 		if err := p.listQueues(ctx, t); err != nil {
 			return err
 		}

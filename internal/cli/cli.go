@@ -50,6 +50,7 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"run", "make one scavenger pass over a database", runCmd},
+		{"report", "read-only inventory of a database, and what each mode would delete", reportCmd},
 		{"demo", "create a demo SQLite database, scavenge it, show before and after", demoCmd},
 		{"seed", "write synthetic Temporal-format queues and tasks", seedCmd},
 		{"schema", "schema setup | schema check: create or inspect Temporal's task tables", schemaCmd},
