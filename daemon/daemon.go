@@ -1,0 +1,590 @@
+// Package daemon runs the scavenger as a long-running service, the way
+// `tqscavenger serve` does.
+//
+// A Daemon owns what a service needs beyond one pass: the schedule of
+// passes (an interval or a cron expression, with jitter, never two passes
+// at once), the database-wide "one scavenger at a time" lock, taken for
+// each pass and released after it so that replicas can stand by, the
+// Prometheus metrics (live counters read from the running pass), the HTTP
+// status page and health endpoints, and the shutdown sequence. What a pass
+// deletes is package scavenger's business; flags, configuration files and
+// signals are the command's (internal/cli).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// Log messages an operator can grep for. They do not change between
+// releases; the details are in the attributes.
+const (
+	// MsgLockHeld: another replica (or a `tqscavenger run`) holds the lock;
+	// this replica tries again at its next scheduled pass.
+	MsgLockHeld = "lock held by another tqscavenger, skipping pass"
+	// MsgLockError: the lock could not be taken for another reason (the
+	// database is unreachable, say); the pass is skipped.
+	MsgLockError = "cannot take the lock, skipping pass"
+	// MsgNextPass is logged after each pass (and at start) with the time
+	// of the next one.
+	MsgNextPass = "next pass scheduled"
+	// MsgMissed: a pass outlasted its interval; the passes it overlapped
+	// are skipped, not run back to back.
+	MsgMissed = "pass overran the schedule, skipping missed passes"
+	// MsgDraining: shutdown began during a pass; it takes no new work and
+	// its in-flight statements have until the shutdown timeout.
+	MsgDraining = "shutting down: pass stops taking new work"
+	// MsgShutdownTimeout: in-flight statements were still running at the
+	// shutdown timeout and are being cancelled.
+	MsgShutdownTimeout = "shutdown timeout reached, cancelling in-flight statements"
+	// MsgSchemaFailed: the schema check before a pass failed.
+	MsgSchemaFailed = "schema check failed, pass not run"
+)
+
+// DB is what a daemon needs from a database: the scavenger's store, the
+// lock and the schema check. *sqlstore.DB implements it.
+type DB interface {
+	store.Store
+	// Lock takes the one-scavenger-at-a-time lock; see sqlstore.DB.Lock.
+	// An error wrapping sqlstore.ErrLocked means another scavenger holds it.
+	Lock(ctx context.Context, wait bool) (unlock func() error, err error)
+	// Check inspects the task tables; see sqlstore.DB.Check.
+	Check(ctx context.Context) (sqlstore.SchemaInfo, error)
+}
+
+// Setting is one line of the configuration in effect, as shown on the
+// status page. Secrets must already be masked.
+type Setting struct {
+	Name, Value string
+	// Source is where the value came from: flag, env, file or default.
+	Source string
+}
+
+// Config configures a Daemon.
+type Config struct {
+	// DB is the database to scavenge. Required.
+	DB DB
+	// Scavenger configures every pass. Its Logger is replaced by the
+	// daemon's, with the pass number added. Nil Tables means the tables
+	// the schema check finds before each pass, so tables created by a
+	// Temporal upgrade are picked up without a restart.
+	Scavenger scavenger.Config
+	// Schedule says when passes are due. Required.
+	Schedule Schedule
+	// Jitter is the largest random delay added to each scheduled pass, so
+	// that replicas, and databases scavenged on the same schedule, do not
+	// start together. 0 adds none.
+	Jitter time.Duration
+	// RunAtStart runs the first pass at once instead of at the first
+	// scheduled time.
+	RunAtStart bool
+	// ShutdownTimeout is how long the statements in flight when shutdown
+	// begins may run before they are cancelled. Default 30s.
+	ShutdownTimeout time.Duration
+	// History is how many passes the status page lists. Default 20.
+	History int
+	// DSN is the database's name with its password masked, for the
+	// status page.
+	DSN string
+	// Settings is the configuration in effect, for the status page.
+	Settings []Setting
+	// Logger receives the daemon's and the passes' logs. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Clock is the source of time for the schedule. Default the wall
+	// clock.
+	Clock Clock
+	// Rand returns a random number in [0, n) for the jitter. Default
+	// math/rand/v2.Int64N.
+	Rand func(n int64) int64
+}
+
+// Outcome is how an attempted pass ended.
+type Outcome string
+
+// The outcomes of a pass.
+const (
+	Completed Outcome = "completed"
+	Failed    Outcome = "failed"
+	// Canceled: shutdown began during the pass.
+	Canceled Outcome = "canceled"
+	// Skipped: the lock was held by another scavenger or could not be
+	// taken; no pass ran.
+	Skipped Outcome = "skipped"
+)
+
+// PassRecord is one attempted pass.
+type PassRecord struct {
+	// ID numbers the attempts of this daemon from 1.
+	ID int64
+	// Start and End bound the pass, and lie inside the time the lock was
+	// held. For a skipped pass they are the time of the attempt.
+	Start, End time.Time
+	Outcome    Outcome
+	// Err says why a pass failed or was skipped.
+	Err string
+	// Stats are the pass's counts (BadRows left out; see the log).
+	Stats scavenger.Stats
+}
+
+// Duration is how long the pass ran.
+func (r PassRecord) Duration() time.Duration { return r.End.Sub(r.Start) }
+
+// State is what the daemon is doing.
+type State string
+
+// The states of a daemon.
+const (
+	Starting State = "starting"
+	Idle     State = "idle"
+	Running  State = "running"
+	Stopping State = "stopping"
+	Stopped  State = "stopped"
+)
+
+// Daemon schedules passes over one database. Create it with New, start it
+// with Run or Serve.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	clock   Clock
+	created time.Time
+	reg     *prometheus.Registry
+
+	mu        sync.Mutex
+	state     State
+	current   *scavenger.Scavenger // the running pass, or nil
+	currentID int64
+	currentAt time.Time
+	next      time.Time // the next pass, zero when none is scheduled
+	lastID    int64
+	passes    []PassRecord // newest last, at most cfg.History
+	totals    totals       // counts of finished passes
+	lastRun   *PassRecord  // the last pass that ran (not skipped)
+	lastOK    *PassRecord  // the last completed pass
+}
+
+// New returns a daemon for cfg.
+func New(cfg Config) (*Daemon, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("daemon: no database")
+	}
+	if cfg.Schedule == nil {
+		return nil, errors.New("daemon: no schedule")
+	}
+	if cfg.Jitter < 0 {
+		return nil, fmt.Errorf("daemon: negative jitter %s", cfg.Jitter)
+	}
+	if err := cfg.Scavenger.Validate(); err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.History <= 0 {
+		cfg.History = 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Int64N
+	}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, state: Starting, totals: newTotals()}
+	d.created = d.clock.Now()
+	d.reg = newRegistry(d)
+	return d, nil
+}
+
+// Serve runs the daemon (see Run) and serves Handler on ln while it runs.
+// The HTTP server stays up until the last pass has stopped, so a final
+// scrape sees it, and is shut down before Serve returns. A failure of the
+// HTTP server stops the daemon too.
+func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           d.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ln)
+		if !errors.Is(err, http.ErrServerClosed) {
+			cancel()
+		}
+		served <- err
+	}()
+	runErr := d.Run(ctx)
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	shutErr := srv.Shutdown(sctx)
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http server on %s: %w", ln.Addr(), err)
+	}
+	if shutErr != nil {
+		return errors.Join(runErr, fmt.Errorf("http server shutdown: %w", shutErr))
+	}
+	return runErr
+}
+
+// Run schedules passes until ctx ends, then stops: a running pass takes no
+// new work, its in-flight statements may finish within the shutdown
+// timeout, and the lock is released. Run returns nil after a clean stop.
+func (d *Daemon) Run(ctx context.Context) error {
+	sched := d.cfg.Schedule
+	now := d.clock.Now()
+	planned, fire := now, now
+	if !d.cfg.RunAtStart {
+		planned = sched.Next(now)
+		fire = planned.Add(d.jitter())
+	}
+	defer d.setState(Stopped, time.Time{})
+	for {
+		d.setState(Idle, fire)
+		d.log.Info(MsgNextPass, "at", fire, "in", fire.Sub(d.clock.Now()).Round(time.Millisecond))
+		c, stop := d.clock.NewTimer(fire.Sub(d.clock.Now()))
+		select {
+		case <-ctx.Done():
+			stop()
+			return nil
+		case <-c:
+		}
+		d.pass(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		now = d.clock.Now()
+		planned = sched.Next(planned)
+		missed := 0
+		for !planned.After(now) && !planned.IsZero() {
+			planned = sched.Next(planned)
+			if missed++; missed > 1000 { // a tiny interval: restart from now
+				planned = sched.Next(now)
+				break
+			}
+		}
+		if planned.IsZero() {
+			return errors.New("daemon: the schedule has no next pass")
+		}
+		if missed > 0 {
+			d.log.Warn(MsgMissed, "missed", missed)
+		}
+		fire = planned.Add(d.jitter())
+	}
+}
+
+func (d *Daemon) jitter() time.Duration {
+	if d.cfg.Jitter <= 0 {
+		return 0
+	}
+	return time.Duration(d.cfg.Rand(int64(d.cfg.Jitter)))
+}
+
+func (d *Daemon) setState(s State, next time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.state, d.next = s, next
+}
+
+// pass makes one attempt: take the lock, check the schema, run a pass,
+// release the lock. Every outcome is recorded; none stops the daemon.
+func (d *Daemon) pass(ctx context.Context) {
+	d.mu.Lock()
+	d.lastID++
+	id := d.lastID
+	d.state = Running
+	d.next = time.Time{}
+	d.mu.Unlock()
+	log := d.log.With("pass", id)
+
+	unlock, err := d.cfg.DB.Lock(ctx, false)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		at := d.clock.Now()
+		rec := PassRecord{ID: id, Start: at, End: at, Outcome: Skipped, Err: err.Error()}
+		if errors.Is(err, sqlstore.ErrLocked) {
+			log.Info(MsgLockHeld)
+			rec.Err = "lock held by another tqscavenger"
+			d.finish(rec, skipLockHeld)
+		} else {
+			log.Error(MsgLockError, "err", err)
+			d.finish(rec, skipLockError)
+		}
+		return
+	}
+	defer func() {
+		if err := unlock(); err != nil {
+			log.Warn("releasing the lock", "err", err)
+			return
+		}
+		log.Debug("lock released")
+	}()
+
+	cfg := d.cfg.Scavenger
+	cfg.Logger = log
+	start := d.clock.Now()
+	if cfg.Tables == nil {
+		info, err := d.cfg.DB.Check(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Error(MsgSchemaFailed, "err", err)
+			d.mu.Lock()
+			d.totals.started++
+			d.mu.Unlock()
+			d.finish(PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Failed, Err: err.Error()}, 0)
+			return
+		}
+		cfg.Tables = info.Tables
+	}
+
+	// Statements get a context of their own, cancelled at the shutdown
+	// timeout, not when ctx ends: see drainStore.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	sc := scavenger.New(&drainStore{DB: d.cfg.DB, soft: ctx, hard: hard}, cfg)
+	d.mu.Lock()
+	d.current, d.currentID, d.currentAt = sc, id, start
+	d.totals.started++
+	d.mu.Unlock()
+
+	type result struct {
+		st  scavenger.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := sc.Run(ctx)
+		done <- result{st, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		d.setState(Stopping, time.Time{})
+		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout)
+		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
+		select {
+		case r = <-done:
+			stop()
+		case <-timeout:
+			log.Warn(MsgShutdownTimeout)
+			cancelHard()
+			r = <-done
+		}
+	}
+	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Completed, Stats: r.st}
+	rec.Stats.BadRows = nil
+	switch {
+	case r.err != nil && ctx.Err() != nil:
+		rec.Outcome, rec.Err = Canceled, "shutdown"
+	case r.err != nil:
+		rec.Outcome, rec.Err = Failed, r.err.Error()
+	}
+	d.finish(rec, 0)
+}
+
+// skip reasons, for the skipped-passes counter.
+type skipReason int
+
+const (
+	skipLockHeld skipReason = iota + 1
+	skipLockError
+)
+
+// finish records an attempt and folds a pass's counts into the totals, in
+// one critical section with clearing the current pass, so that a scrape
+// counts them exactly once.
+func (d *Daemon) finish(rec PassRecord, skip skipReason) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.current = nil
+	switch skip {
+	case skipLockHeld:
+		d.totals.skippedLockHeld++
+	case skipLockError:
+		d.totals.skippedLockError++
+	default:
+		d.totals.add(rec.Stats)
+		switch rec.Outcome {
+		case Completed:
+			d.totals.completed++
+			d.lastOK = &rec
+		default:
+			d.totals.failed++
+		}
+		d.lastRun = &rec
+	}
+	d.passes = append(d.passes, rec)
+	if n := len(d.passes) - d.cfg.History; n > 0 {
+		d.passes = append(d.passes[:0:0], d.passes[n:]...)
+	}
+}
+
+// Passes returns the attempts the daemon remembers, oldest first.
+func (d *Daemon) Passes() []PassRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]PassRecord(nil), d.passes...)
+}
+
+// Progress is the state of the running pass.
+type Progress struct {
+	ID      int64
+	Started time.Time
+	Stats   scavenger.Stats
+}
+
+// Status is a snapshot of the daemon, for the status page and tests.
+type Status struct {
+	State State
+	// Since is when the daemon was created.
+	Since time.Time
+	// Current is the running pass, or nil.
+	Current *Progress
+	// Next is when the next pass is due; zero while a pass runs or after
+	// the daemon stopped.
+	Next time.Time
+	// Passes lists the last attempts, newest first.
+	Passes []PassRecord
+	// LastSuccess is the end of the last completed pass; zero if none.
+	LastSuccess time.Time
+	Schedule    string
+	Jitter      time.Duration
+	DSN         string
+	Settings    []Setting
+}
+
+// Status returns a snapshot of the daemon.
+func (d *Daemon) Status() Status {
+	d.mu.Lock()
+	s := Status{
+		State:    d.state,
+		Since:    d.created,
+		Next:     d.next,
+		Schedule: d.cfg.Schedule.String(),
+		Jitter:   d.cfg.Jitter,
+		DSN:      d.cfg.DSN,
+		Settings: d.cfg.Settings,
+	}
+	for i := len(d.passes) - 1; i >= 0; i-- {
+		s.Passes = append(s.Passes, d.passes[i])
+	}
+	if d.lastOK != nil {
+		s.LastSuccess = d.lastOK.End
+	}
+	cur, id, at := d.current, d.currentID, d.currentAt
+	d.mu.Unlock()
+	if cur != nil {
+		s.Current = &Progress{ID: id, Started: at, Stats: cur.Stats()}
+	}
+	return s
+}
+
+// drainStore lets the statements in flight when shutdown begins run to
+// their end, and refuses new ones. Cancelling the pass's context would
+// abort in-flight statements at once; each statement here runs under a
+// context detached from that cancellation and ended only by hard, which
+// the daemon cancels at the shutdown timeout. Each statement is atomic on
+// its own, so stopping between statements leaves nothing half done.
+type drainStore struct {
+	DB
+	// soft ends when shutdown begins: no statement starts after it.
+	soft context.Context
+	// hard ends at the shutdown timeout: statements still running stop.
+	hard context.Context
+}
+
+// detach returns the context a statement runs under, or an error if the
+// caller's context or soft has ended. Checking soft, not only ctx, closes
+// the window between shutdown and the scavenger cancelling its workers.
+func (s *drainStore) detach(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if s.soft.Err() != nil {
+		// Shutdown began: start nothing new. Wait for the caller's context,
+		// which the scavenger cancels right after its own, so the refusal
+		// reads as a cancellation and not as a failed queue job.
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-s.hard.Done():
+			return nil, nil, s.soft.Err()
+		}
+	}
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(s.hard, cancel)
+	return c, func() { stop(); cancel() }, nil
+}
+
+// call runs f under a detached context.
+func call[T any](s *drainStore, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	c, cancel, err := s.detach(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer cancel()
+	return f(c)
+}
+
+func (s *drainStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
+	return call(s, ctx, func(c context.Context) ([]store.QueueRow, error) { return s.DB.ListQueues(c, t, after, limit) })
+}
+
+func (s *drainStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	return call(s, ctx, func(c context.Context) ([]store.TaskRow, error) { return s.DB.ReadTasks(c, t, q, after, limit) })
+}
+
+func (s *drainStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.DB.DeleteTasks(c, t, q, r, limit) })
+}
+
+func (s *drainStore) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.DB.DeleteTaskKeys(c, t, q, keys) })
+}
+
+func (s *drainStore) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
+	return call(s, ctx, func(c context.Context) (store.QueueRow, error) { return s.DB.GetQueue(c, t, q) })
+}
+
+func (s *drainStore) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
+	_, err := call(s, ctx, func(c context.Context) (struct{}, error) { return struct{}{}, s.DB.DeleteQueue(c, t, q, rangeID) })
+	return err
+}
+
+func (s *drainStore) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
+	return call(s, ctx, func(c context.Context) ([]store.TaskQueueRef, error) {
+		return s.DB.ListTaskQueueIDs(c, t, after, limit)
+	})
+}
+
+func (s *drainStore) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.DB.DeleteOrphanTasks(c, t, q, parents, keys) })
+}
+
+func (s *drainStore) Tables(ctx context.Context) ([]store.Table, error) {
+	return call(s, ctx, func(c context.Context) ([]store.Table, error) { return s.DB.Tables(c) })
+}

@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// Handler serves the status page at /, the metrics at /metrics, liveness
+// at /healthz and readiness at /readyz.
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.serveStatus)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", d.serveReady)
+	return mux
+}
+
+// serveReady answers 200 when the database answers and its schema check
+// passes, 503 otherwise and while shutting down.
+func (d *Daemon) serveReady(w http.ResponseWriter, r *http.Request) {
+	d.mu.Lock()
+	state := d.state
+	d.mu.Unlock()
+	if state == Stopping || state == Stopped {
+		http.Error(w, "not ready: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	info, err := d.cfg.DB.Check(ctx)
+	if err != nil {
+		http.Error(w, "not ready: "+oneLine(err.Error()), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintf(w, "ok: %s, task tables %s\n", info.Engine, tableList(info.Tables))
+}
+
+func tableList(ts []store.Table) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, t.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+//go:embed status.html
+var statusHTML string
+
+var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
+	"when":  formatTime,
+	"dur":   formatDuration,
+	"count": formatCount,
+}).Parse(statusHTML))
+
+// statusView is the status page's data.
+type statusView struct {
+	Status
+	Now time.Time
+	// Percent is the share of listed queues done, for the progress bar.
+	Percent int
+	// Rate is tasks deleted per second by the running pass.
+	Rate string
+	// Refresh is the page's reload interval in seconds.
+	Refresh int
+}
+
+func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
+	v := statusView{Status: d.Status(), Now: d.clock.Now(), Refresh: 5}
+	if c := v.Current; c != nil {
+		if c.Stats.QueuesListed > 0 {
+			v.Percent = int(100 * c.Stats.QueuesProcessed / c.Stats.QueuesListed)
+		}
+		rate := 0.0
+		if s := c.Stats.Elapsed.Seconds(); s > 0 {
+			rate = float64(c.Stats.TasksDeleted) / s
+		}
+		v.Rate = fmt.Sprintf("%.0f", rate)
+	}
+	// Render to a buffer, so a template error is a 500, not half a page.
+	var b bytes.Buffer
+	if err := statusTmpl.Execute(&b, v); err != nil {
+		d.log.Error("status page", "err", err)
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b.Bytes())
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// formatCount writes n with thin spaces between thousands: 1 234 567.
+func formatCount(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteString("\u202f")
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Until is the time from the page's now to t.
+func (v statusView) Until(t time.Time) time.Duration { return t.Sub(v.Now) }
+
+// Uptime is how long the daemon has been up.
+func (v statusView) Uptime() time.Duration { return v.Now.Sub(v.Since) }
