@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -183,12 +184,13 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run", "--db DSN [flags]")
 	var sf scavengeFlags
 	var lf logFlags
-	var progress string
+	var progress, statsJSON string
 	var waitLock bool
 	sf.register(fs)
 	lf.register(fs)
 	fs.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
 	fs.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
+	fs.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file (for scripts and the benchmark)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -229,6 +231,11 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	st, err := s.Run(ctx)
 	stopProgress()
 	printSummary(e.stdout, st, cfg.DryRun)
+	if statsJSON != "" {
+		if werr := writeStatsJSON(statsJSON, st, db.Statements()); werr != nil && err == nil {
+			err = werr
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -304,4 +311,33 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 		}
 	}
 	fmt.Fprintf(w, "time:   %s\n", st.Elapsed.Round(time.Millisecond))
+}
+
+// writeStatsJSON writes the pass's counts for scripts.
+func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
+	out := map[string]any{
+		"statements":         statements,
+		"queues_listed":      st.QueuesListed,
+		"queues_processed":   st.QueuesProcessed,
+		"queues_deleted":     st.QueuesDeleted,
+		"queues_kept":        st.QueuesKept,
+		"tasks_processed":    st.TasksProcessed,
+		"tasks_deleted":      st.TasksDeleted,
+		"tasks_expired_left": st.TasksExpiredLeft,
+		"orphans_found":      st.OrphansFound,
+		"deferred":           st.Deferred,
+		"dropped":            st.Dropped,
+		"errors":             st.Errors,
+		"retries":            st.Retries,
+		"bad_rows":           st.BadRowCount,
+		"elapsed_seconds":    st.Elapsed.Seconds(),
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--stats-json: %w", err)
+	}
+	return nil
 }
