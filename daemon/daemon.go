@@ -44,6 +44,9 @@ const (
 	// MsgMissed: a pass outlasted its interval; the passes it overlapped
 	// are skipped, not run back to back.
 	MsgMissed = "pass overran the schedule, skipping missed passes"
+	// MsgShuttingDown: the daemon's context ended (SIGTERM, SIGINT); no
+	// pass is started after it.
+	MsgShuttingDown = "shutting down"
 	// MsgDraining: shutdown began during a pass; it takes no new work and
 	// its in-flight statements have until the shutdown timeout.
 	MsgDraining = "shutting down: pass stops taking new work"
@@ -264,6 +267,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			stop()
+			d.log.Info(MsgShuttingDown)
 			return nil
 		case <-c:
 		}
@@ -383,6 +387,7 @@ func (d *Daemon) pass(ctx context.Context) {
 	case r = <-done:
 	case <-ctx.Done():
 		d.setState(Stopping, time.Time{})
+		d.log.Info(MsgShuttingDown)
 		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout)
 		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
 		select {

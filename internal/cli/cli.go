@@ -54,6 +54,8 @@ func commands() []command {
 		{"demo", "create a demo SQLite database, scavenge it, show before and after", demoCmd},
 		{"seed", "write synthetic Temporal-format queues and tasks", seedCmd},
 		{"schema", "schema setup | schema check: create or inspect Temporal's task tables", schemaCmd},
+		{"serve", "run passes on a schedule, with /metrics, a status page and health checks", serveCmd},
+		{"config", "print the configuration serve would run with, and where each value came from", configCmd},
 	}
 }
 
@@ -120,6 +122,7 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nDatabases: --db postgres://user:pass@host:5432/db | mysql://user:pass@host:3306/db | sqlite:PATH | PATH")
 	fmt.Fprintln(w, "           or the environment variable TQSCAVENGER_DB.")
+	fmt.Fprintln(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (serve, run) > default.")
 	fmt.Fprintln(w, "Exit status: 0 pass complete, 1 pass failed, 2 bad input, 3 pass complete but some rows could not be processed.")
 }
 
@@ -136,7 +139,8 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 }
 
 // parse parses args and fills every flag not given from the environment
-// (TQSCAVENGER_ + the flag name in upper case, '-' as '_').
+// (TQSCAVENGER_ + the flag name in upper case, '-' as '_'), then, for a
+// command with --config, every flag still unset from the config file.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -165,7 +169,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 		sort.Strings(errs)
 		return usagef("bad environment variable %s", strings.Join(errs, "; "))
 	}
-	return nil
+	return applyConfigFile(fs)
 }
 
 func envName(flagName string) string {

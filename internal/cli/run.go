@@ -188,6 +188,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	var waitLock bool
 	sf.register(fs)
 	lf.register(fs)
+	configFlag(fs)
 	fs.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
 	fs.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
 	fs.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file (for scripts and the benchmark)")

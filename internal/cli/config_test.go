@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clearEnv unsets every TQSCAVENGER_ variable for the test.
+func clearEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TQSCAVENGER_") {
+			t.Setenv(k, "") // restores it after the test
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tqscavenger.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// values returns a value for each layer that a flag accepts, each
+// different from the layer below.
+func values(f *flag.Flag) (file, env, cmd string) {
+	if isBoolFlag(f) {
+		// Each layer flips the one below: false, true, false, true.
+		return "true", "false", "true"
+	}
+	if _, err := strconv.Atoi(f.DefValue); err == nil {
+		return "11", "12", "13"
+	}
+	if _, err := time.ParseDuration(f.DefValue); err == nil {
+		return "11s", "12s", "13s"
+	}
+	return "from-file", "from-env", "from-flag"
+}
+
+// TestPrecedenceEveryFlag checks flag > env > file > default for every
+// flag of serve (the scavenger knobs are run's too, through the same
+// parse).
+func TestPrecedenceEveryFlag(t *testing.T) {
+	clearEnv(t)
+	e := &env{stdout: io.Discard, stderr: io.Discard}
+	var names []string
+	newServeSettings(e, "serve", "").fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "config" {
+			names = append(names, f.Name)
+		}
+	})
+	if len(names) < 25 {
+		t.Fatalf("only %d flags: %v", len(names), names)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			f := newServeSettings(e, "serve", "").fs.Lookup(name)
+			fileV, envV, cmdV := values(f)
+			file := writeFile(t, fmt.Sprintf("%s: %q\n", name, fileV))
+			cases := []struct {
+				what string
+				env  bool
+				args []string
+				want string
+			}{
+				{"default", false, nil, f.DefValue},
+				{"file over default", false, []string{"--config", file}, fileV},
+				{"env over file", true, []string{"--config", file}, envV},
+				{"flag over env", true, []string{"--config", file, "--" + name + "=" + cmdV}, cmdV},
+			}
+			for _, c := range cases {
+				if c.env {
+					t.Setenv(envName(name), envV)
+				} else {
+					os.Unsetenv(envName(name))
+				}
+				fs := newServeSettings(e, "serve", "").fs
+				if err := parse(fs, c.args); err != nil {
+					t.Fatalf("%s: %v", c.what, err)
+				}
+				if got := fs.Lookup(name).Value.String(); got != c.want {
+					t.Errorf("%s: --%s = %q, want %q", c.what, name, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigFileSections(t *testing.T) {
+	clearEnv(t)
+	e := &env{stdout: io.Discard, stderr: io.Discard}
+	file := writeFile(t, `
+workers: 4
+log_level: debug        # '_' stands for '-'
+protect: [a-, b-]       # a list sets a repeatable flag once per element
+serve:
+  workers: 8            # a command's section overrides the top level
+  every: 1h
+run:
+  progress: never       # run's; serve skips this section
+`)
+	ss := newServeSettings(e, "serve", "")
+	if err := parse(ss.fs, []string{"--config", file}); err != nil {
+		t.Fatal(err)
+	}
+	if ss.sf.workers != 8 || ss.lf.level != "debug" || ss.df.every != time.Hour || ss.sf.protect.String() != "a-,b-" {
+		t.Errorf("serve: workers %d, log-level %s, every %s, protect %s", ss.sf.workers, ss.lf.level, ss.df.every, ss.sf.protect.String())
+	}
+
+	for _, c := range []struct{ file, want string }{
+		{"workerz: 4\n", `"workerz" is not a flag of tqscavenger serve`},
+		{"listen: {a: b}\n", "only allowed as a command section"},
+		{"serve:\n  every: {a: b}\n", "only allowed as a command section"},
+		{"workers: many\n", `workers: "many"`},
+		{"workers:\n", "no value"},
+		{"- a\n- b\n", "not a YAML mapping"},
+	} {
+		err := parse(newServeSettings(e, "serve", "").fs, []string{"--config", writeFile(t, c.file)})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !isUsage(err) {
+			t.Errorf("config %q: error %v, want a usage error containing %q", c.file, err, c.want)
+		}
+	}
+	if err := parse(newServeSettings(e, "serve", "").fs, []string{"--config", "/nonexistent.yaml"}); err == nil || !isUsage(err) {
+		t.Errorf("missing config file: %v", err)
+	}
+}
+
+// TestRunReadsConfigFile: run takes --config with the same precedence.
+func TestRunReadsConfigFile(t *testing.T) {
+	clearEnv(t)
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	if code := Main([]string{"seed", "--db", path, "--queues", "3", "--tasks", "10", "--expired", "1", "--no-expiry", "0"}, io.Discard, io.Discard); code != 0 {
+		t.Fatalf("seed: exit %d", code)
+	}
+	file := writeFile(t, fmt.Sprintf("db: %s\ndry-run: true\nlog-level: error\nserve:\n  every: 1h\nrun:\n  progress: never\n", path))
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := Main(append([]string{"run", "--config", file}, args...), &out, &errOut); code != 0 {
+			t.Fatalf("run %v: exit %d\n%s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	if out := run(); !strings.Contains(out, "would delete 30") {
+		t.Errorf("file's dry-run: true not applied:\n%s", out)
+	}
+	t.Setenv("TQSCAVENGER_DRY_RUN", "false")
+	if out := run("--dry-run"); !strings.Contains(out, "would delete 30") {
+		t.Errorf("--dry-run did not win over the environment:\n%s", out)
+	}
+	if out := run(); !strings.Contains(out, "deleted 30") || strings.Contains(out, "would") {
+		t.Errorf("TQSCAVENGER_DRY_RUN=false did not win over the file:\n%s", out)
+	}
+
+	bad := writeFile(t, fmt.Sprintf("db: %s\nevery: 1h\n", path))
+	var errOut bytes.Buffer
+	if code := Main([]string{"run", "--config", bad}, io.Discard, &errOut); code != ExitUsage || !strings.Contains(errOut.String(), "under its name") {
+		t.Errorf("run with a serve-only key at the top level: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestConfigCommand: config prints the effective settings with their
+// sources and the password masked, as a file that reads back the same.
+func TestConfigCommand(t *testing.T) {
+	clearEnv(t)
+	file := writeFile(t, "db: postgres://tq:s3cret@db:5432/temporal\nworkers: 4\nserve:\n  every: 6h\n")
+	t.Setenv("TQSCAVENGER_WORKERS", "6")
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"config", "--config", file, "--grace", "72h"}, &out, &errOut); code != 0 {
+		t.Fatalf("config: exit %d: %s", code, errOut.String())
+	}
+	text := out.String()
+	if strings.Contains(text, "s3cret") {
+		t.Errorf("config printed the password:\n%s", text)
+	}
+	for _, want := range []string{
+		`db: "postgres://tq:xxxxx@db:5432/temporal"  # file`,
+		"workers: 6  # env",
+		"every: 6h0m0s  # file",
+		"grace: 72h0m0s  # flag",
+		"# task-batch-size: 16  (default)",
+		`# listen: "127.0.0.1:9464"  (default)`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("config output lacks %q:\n%s", want, text)
+		}
+	}
+	// Read back, the output pins the same values.
+	os.Unsetenv("TQSCAVENGER_WORKERS")
+	var again bytes.Buffer
+	if code := Main([]string{"config", "--config", writeFile(t, text)}, &again, &errOut); code != 0 {
+		t.Fatalf("config of its own output: exit %d: %s", code, errOut.String())
+	}
+	pinned := func(s string) []string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				out = append(out, l[:strings.Index(l, "  #")])
+			}
+		}
+		return out
+	}
+	if a, b := pinned(text), pinned(again.String()); strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Errorf("read back differs:\n%v\n%v", a, b)
+	}
+
+	if code := Main([]string{"config", "--every", "1h", "--cron", "@daily"}, io.Discard, io.Discard); code != ExitUsage {
+		t.Errorf("--every with --cron: exit %d, want %d", code, ExitUsage)
+	}
+	if code := Main([]string{"config", "--jitter", "150%"}, io.Discard, io.Discard); code != ExitUsage {
+		t.Errorf("--jitter 150%%: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+func TestParseJitter(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"10%", 72 * time.Minute, true},
+		{"0", 0, true},
+		{"0%", 0, true},
+		{"5m", 5 * time.Minute, true},
+		{"101%", 0, false},
+		{"-1s", 0, false},
+		{"soon", 0, false},
+	} {
+		got, err := parseJitter(c.in, 12*time.Hour)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseJitter(%q) = %s, %v; want %s, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/daemon"
+)
+
+// serveFlags are serve's own flags, beside scavengeFlags and logFlags.
+type serveFlags struct {
+	every           time.Duration
+	cron            string
+	jitter          string
+	runAtStart      bool
+	listen          string
+	shutdownTimeout time.Duration
+	history         int
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.every, "every", 12*time.Hour, "time between passes, as Temporal's scavenger (unless --cron)")
+	fs.StringVar(&f.cron, "cron", "", `cron expression for passes instead of --every, e.g. "0 */12 * * *" (local time; start with TZ=UTC for another zone)`)
+	fs.StringVar(&f.jitter, "jitter", "10%", "largest random delay added to each pass: a duration, or a share of the interval such as 10%")
+	fs.BoolVar(&f.runAtStart, "run-at-start", false, "run the first pass at start instead of at the first scheduled time")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:9464", `address for the status page, /metrics, /healthz and /readyz ("" for none)`)
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long statements in flight may run before they are cancelled")
+	fs.IntVar(&f.history, "history", 20, "passes listed on the status page")
+}
+
+// schedule returns the schedule and the jitter the flags ask for.
+func (f *serveFlags) schedule() (daemon.Schedule, time.Duration, error) {
+	var (
+		s   daemon.Schedule
+		err error
+	)
+	if f.cron != "" {
+		s, err = daemon.Cron(f.cron)
+	} else {
+		s, err = daemon.Every(f.every)
+	}
+	if err != nil {
+		return nil, 0, usagef("--every/--cron: %v", err)
+	}
+	jitter, err := parseJitter(f.jitter, daemon.Interval(s, time.Now()))
+	if err != nil {
+		return nil, 0, err
+	}
+	if f.shutdownTimeout <= 0 {
+		return nil, 0, usagef("--shutdown-timeout %s: must be positive", f.shutdownTimeout)
+	}
+	if f.history <= 0 {
+		return nil, 0, usagef("--history %d: must be positive", f.history)
+	}
+	return s, jitter, nil
+}
+
+// parseJitter reads "10%" (of interval) or a duration.
+func parseJitter(s string, interval time.Duration) (time.Duration, error) {
+	if p, ok := strings.CutSuffix(strings.TrimSpace(s), "%"); ok {
+		pct, err := strconv.ParseFloat(p, 64)
+		if err != nil || pct < 0 || pct > 100 {
+			return 0, usagef("--jitter %q: use a share from 0%% to 100%% of the interval, or a duration", s)
+		}
+		return time.Duration(float64(interval) * pct / 100), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, usagef("--jitter %q: use a duration such as 30m, or a share of the interval such as 10%%", s)
+	}
+	return d, nil
+}
+
+// serveSettings are the flags of serve (and of config, which shows them).
+type serveSettings struct {
+	fs *flag.FlagSet
+	sf scavengeFlags
+	lf logFlags
+	df serveFlags
+}
+
+func newServeSettings(e *env, name, usage string) *serveSettings {
+	s := &serveSettings{fs: newFlags(e, name, usage)}
+	s.sf.register(s.fs)
+	s.lf.register(s.fs)
+	s.df.register(s.fs)
+	configFlag(s.fs)
+	return s
+}
+
+func serveCmd(ctx context.Context, e *env, args []string) error {
+	ss := newServeSettings(e, "serve", "--db DSN [flags]")
+	fs, sf, lf, df := ss.fs, &ss.sf, &ss.lf, &ss.df
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if isSet(fs, "every") && isSet(fs, "cron") {
+		return usagef("--every and --cron both given (on the command line, in the environment or in the config file): keep one")
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return err
+	}
+	log, err := lf.logger(e.stderr)
+	if err != nil {
+		return err
+	}
+	sched, jitter, err := df.schedule()
+	if err != nil {
+		return err
+	}
+	settings, err := effectiveSettings(fs, args)
+	if err != nil {
+		return err
+	}
+	settings = withDefaults(settings, cfg)
+	// A database that cannot be reached or is not Temporal's stops serve at
+	// once (exit status 2): a service manager shows the error and retries.
+	// Failures after start fail single passes instead.
+	db, info, err := openChecked(ctx, sf.db, sf.storeOptions())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	d, err := daemon.New(daemon.Config{
+		DB:              db,
+		Scavenger:       cfg,
+		Schedule:        sched,
+		Jitter:          jitter,
+		RunAtStart:      df.runAtStart,
+		ShutdownTimeout: df.shutdownTimeout,
+		History:         df.history,
+		DSN:             db.DSN().String(),
+		Settings:        settings,
+		Logger:          log,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	var ln net.Listener
+	if df.listen != "" {
+		if ln, err = net.Listen("tcp", df.listen); err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+	}
+	addr := ""
+	if ln != nil {
+		addr = ln.Addr().String()
+	}
+	log.Info("serve started", "listen", addr, "db", db.DSN().String(), "engine", string(info.Engine),
+		"schedule", sched.String(), "jitter", jitter, "run_at_start", df.runAtStart, "dry_run", cfg.DryRun)
+	stop := exitOnSecondSignal(log, os.Exit)
+	defer stop()
+	if ln != nil {
+		err = d.Serve(ctx, ln)
+	} else {
+		err = d.Run(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("serve stopped")
+	return nil
+}
+
+// isSet reports whether a flag got a value from the command line, the
+// environment or the config file.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// exitOnSecondSignal exits at once on the second SIGINT or SIGTERM, for
+// an operator who will not wait for the drain. The first one is Main's:
+// its context ends, and the daemon shuts down gracefully.
+func exitOnSecondSignal(log *slog.Logger, exit func(int)) (stop func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		first := true
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-ch:
+				if first {
+					first = false
+					log.Debug("signal received; send it again to exit at once", "signal", s.String())
+					continue
+				}
+				log.Warn("second signal, exiting at once", "signal", s.String())
+				exit(exitSignaled)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+		<-finished
+	}
+}
