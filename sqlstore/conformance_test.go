@@ -808,3 +808,149 @@ func TestStatementTimeout(t *testing.T) {
 		}
 	})
 }
+
+func TestListTaskQueueIDs(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+		for _, tb := range []store.Table{store.V1, store.V2} {
+			// Tasks under every key of listKeys; every third key also has a
+			// queue row of its own, the others are subqueues or orphans.
+			owner := qk(5, "owner")
+			mustCreate(t, db, tb, queueRow(owner, 1))
+			var want []store.TaskQueueRef
+			for i, k := range listKeys {
+				has := i%3 == 0
+				if has {
+					mustCreate(t, db, tb, queueRow(k, 1))
+				}
+				if err := db.AppendTasks(ctx, tb, owner, 1, k, taskRows(tableKeys(tb)[:1+i%3])); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, store.TaskQueueRef{QueueKey: k, HasQueueRow: has})
+			}
+			// A queue row without tasks is not listed; the owner has none.
+			mustCreate(t, db, tb, queueRow(qk(math.MaxInt32+1, "x\x00\x00"), 1))
+
+			for _, limit := range []int{1, 2, 5, len(want), 1000} {
+				t.Run(fmt.Sprintf("%s/limit=%d", tb, limit), func(t *testing.T) {
+					var got []store.TaskQueueRef
+					var after *store.QueueKey
+					for pages := 0; ; pages++ {
+						if pages > len(want)+1 {
+							t.Fatalf("paging does not end: %d pages", pages)
+						}
+						page, err := db.ListTaskQueueIDs(ctx, tb, after, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if len(page) > limit {
+							t.Fatalf("page of %d, limit %d", len(page), limit)
+						}
+						got = append(got, page...)
+						if len(page) < limit {
+							break
+						}
+						k := page[len(page)-1].QueueKey
+						after = &k
+					}
+					checkRefs(t, got, want)
+				})
+			}
+			t.Run(tb.String()+"/after a key not in the table", func(t *testing.T) {
+				after := qk(1, "a\x00\x00\x00")
+				got, err := db.ListTaskQueueIDs(ctx, tb, &after, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRefs(t, got, want[4:])
+			})
+			t.Run(tb.String()+"/after the last key", func(t *testing.T) {
+				got, err := db.ListTaskQueueIDs(ctx, tb, &listKeys[len(listKeys)-1], 1000)
+				if err != nil || len(got) != 0 {
+					t.Errorf("got %v, %v; want nothing", got, err)
+				}
+			})
+			t.Run(tb.String()+"/limit 0", func(t *testing.T) {
+				got, err := db.ListTaskQueueIDs(ctx, tb, nil, 0)
+				if err != nil || len(got) != 0 {
+					t.Errorf("got %v, %v; want nothing", got, err)
+				}
+			})
+		}
+	})
+}
+
+func checkRefs(t *testing.T, got, want []store.TaskQueueRef) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("got %d ids, want %d", len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		g, w := got[i], want[i]
+		if g.RangeHash != w.RangeHash || !bytes.Equal(g.ID, w.ID) || g.HasQueueRow != w.HasQueueRow {
+			t.Errorf("id %d = %s (queue row %v), want %s (queue row %v)", i, g.QueueKey, g.HasQueueRow, w.QueueKey, w.HasQueueRow)
+		}
+	}
+}
+
+func TestDeleteOrphanTasks(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+		for _, tb := range []store.Table{store.V1, store.V2} {
+			all := tableKeys(tb)
+			other := store.V1
+			if tb == store.V1 {
+				other = store.V2
+			}
+			p3 := qk(3, "p3 in "+other.String())
+			mustCreate(t, db, other, queueRow(p3, 1))
+			for i, c := range []struct {
+				name    string
+				parents []store.QueueKey
+				create  []store.QueueKey // parents that exist
+				keys    []store.TaskKey
+				deleted int64
+			}{
+				{"no parents given", nil, nil, all[:2], 2},
+				{"no parent exists", []store.QueueKey{qk(1, "p1"), qk(2, "p2")}, nil, all[1:4], 3},
+				{"absent keys", []store.QueueKey{qk(1, "p1")}, nil, tks(9, 9, 0, 7), 0},
+				{"one parent exists", []store.QueueKey{qk(1, "p1"), qk(2, "p2")}, []store.QueueKey{qk(2, "p2")}, all, 0},
+				{"a parent in the other table does not count", []store.QueueKey{p3}, nil, all[:1], 1},
+			} {
+				t.Run(tb.String()+"/"+c.name, func(t *testing.T) {
+					q := qk(uint32(4_000_000_000+i), fmt.Sprintf("orphan%d", i))
+					owner := qk(uint32(4_000_000_100+i), fmt.Sprintf("owner%d", i))
+					setupTasks(t, db, tb, owner)
+					mustAppend(t, db, tb, owner, q, taskRows(all)...)
+					for _, p := range c.create {
+						mustCreate(t, db, tb, queueRow(p, 1))
+					}
+					n, err := db.DeleteOrphanTasks(ctx, tb, q, c.parents, c.keys)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n != c.deleted {
+						t.Errorf("deleted %d, want %d", n, c.deleted)
+					}
+					if got := len(readAll(t, db, tb, q)); int64(len(all))-int64(got) != c.deleted {
+						t.Errorf("%d tasks remain of %d, %d deleted", got, len(all), c.deleted)
+					}
+					if got := readAll(t, db, tb, owner); !slices.Equal(got, all) {
+						t.Errorf("another queue's tasks changed: %v", got)
+					}
+				})
+			}
+			t.Run(tb.String()+"/many keys", func(t *testing.T) {
+				q := qk(77, "many orphans")
+				owner := qk(78, "owner")
+				var rows []store.TaskRow
+				for i := range 1100 {
+					rows = append(rows, task(int64(i%4+1), int64(i+1)))
+				}
+				mustAppend(t, db, tb, owner, q, rows...)
+				n, err := db.DeleteOrphanTasks(ctx, tb, q, []store.QueueKey{qk(1, "gone")}, keysOf(rows))
+				if err != nil || n != int64(len(rows)) {
+					t.Errorf("deleted %d, %v; want %d", n, err, len(rows))
+				}
+			})
+		}
+	})
+}

@@ -23,10 +23,23 @@ type dialect struct {
 	// prepare: cache prepared statements. Off where the driver
 	// interpolates parameters client side (MySQL with interpolateParams).
 	prepare bool
+	// keyRange: ordered, limited reads of one queue's tasks bound the whole
+	// primary key, (range_hash, task_queue_id, …) > (…) AND … <= (…),
+	// instead of range_hash = ? AND task_queue_id = ? AND …. PostgreSQL
+	// multiplies the selectivities of the two equalities as if range_hash
+	// did not follow from task_queue_id, expects a handful of rows, and
+	// then prefers a bitmap scan of the whole queue plus a sort to an index
+	// scan that stops at the limit: every read of a big backlog would visit
+	// all of it.
+	keyRange bool
 
 	// deleteLimited returns the statements that delete at most limit tasks
 	// of one queue inside a key range, lowest first. See each engine.
 	deleteLimited func(b *builder, t store.Table, q store.QueueKey, r store.TaskRange, limit int) deleteForm
+
+	// listTaskQueueIDs, if set, replaces the shared SELECT DISTINCT of
+	// ListTaskQueueIDs (same result columns and order).
+	listTaskQueueIDs func(b *builder, t store.Table, after *store.QueueKey, limit int) *builder
 
 	// forUpdate is appended to the fence read in AppendTasks.
 	forUpdate string
@@ -140,9 +153,55 @@ func taskVals(t store.Table, k store.TaskKey) []any {
 
 func orderBy(t store.Table) string { return strings.Join(taskCols(t), ", ") }
 
+// minKey is r.Min as a lower bound: nil for the zero Min ("from the first
+// task").
+func minKey(r store.TaskRange) *store.TaskKey {
+	if r.Min == (store.TaskKey{}) {
+		return nil
+	}
+	return &r.Min
+}
+
 // whereQueue writes range_hash = ? AND task_queue_id = ?.
 func (b *builder) whereQueue(q store.QueueKey) *builder {
 	return b.w("range_hash = ").p(int64(q.RangeHash)).w(" AND task_queue_id = ").p(q.ID)
+}
+
+// queueTasks writes the condition "a task of q with lo < key (or lo <=
+// key, as loOp says) and key <= hi"; nil bounds are open. On a keyRange
+// dialect the queue and the bounds form one range of the primary key.
+func (b *builder) queueTasks(t store.Table, q store.QueueKey, lo *store.TaskKey, loOp string, hi *store.TaskKey) *builder {
+	if !b.d.keyRange {
+		b.whereQueue(q)
+		if lo != nil {
+			b.w(" AND ").cmp(taskCols(t), taskVals(t, *lo), loOp)
+		}
+		if hi != nil {
+			b.w(" AND ").cmp(taskCols(t), taskVals(t, *hi), "<=")
+		}
+		return b
+	}
+	queueCols, queueVals := []string{"range_hash", "task_queue_id"}, []any{int64(q.RangeHash), q.ID}
+	if lo != nil {
+		b.cmp(append(queueCols, taskCols(t)...), append(queueVals, taskVals(t, *lo)...), loOp)
+	} else {
+		b.cmp(queueCols, queueVals, ">=")
+	}
+	b.w(" AND ")
+	if hi != nil {
+		return b.cmp(append(queueCols, taskCols(t)...), append(queueVals, taskVals(t, *hi)...), "<=")
+	}
+	return b.cmp(queueCols, queueVals, "<=")
+}
+
+// taskOrder is the ORDER BY of a read of one queue's tasks: on a keyRange
+// dialect the whole primary key, as the planner does not know range_hash
+// and task_queue_id are fixed.
+func (b *builder) taskOrder(t store.Table) string {
+	if b.d.keyRange {
+		return "range_hash, task_queue_id, " + orderBy(t)
+	}
+	return orderBy(t)
 }
 
 // taskRange writes the bounds of r for table t. The zero Min means "from

@@ -24,10 +24,28 @@ var postgresDialect = &dialect{
 	dollar:    true,
 	rowValues: true,
 	prepare:   true,
+	keyRange:  true,
 	deleteLimited: func(b *builder, t store.Table, q store.QueueKey, r store.TaskRange, limit int) deleteForm {
 		b.w("DELETE FROM ", taskTable(t), " WHERE ctid = ANY(ARRAY(SELECT ctid FROM ", taskTable(t), " WHERE ").
-			whereQueue(q).w(" AND ").taskRange(t, r).w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit).w("))")
+			queueTasks(t, q, minKey(r), ">=", &r.Max).w(" ORDER BY ", b.taskOrder(t), " LIMIT ").p(limit).w("))")
 		return deleteForm{stmt: b.String(), args: b.args}
+	},
+	// PostgreSQL has no skip scan: SELECT DISTINCT reads every task of
+	// every queue it lists (or hashes and sorts the whole table when it
+	// expects few rows). A recursive query that jumps from one
+	// (range_hash, task_queue_id) to the next with an index probe each
+	// reads one entry per queue instead: 55× faster on 1M tasks in 200
+	// queues. The queue row lookup is a LATERAL … LIMIT 1, which the
+	// planner cannot turn into a hash of the whole queue table per page.
+	listTaskQueueIDs: func(b *builder, t store.Table, after *store.QueueKey, limit int) *builder {
+		b.w("WITH RECURSIVE d (range_hash, task_queue_id, n) AS ((SELECT range_hash, task_queue_id, 1 FROM ", taskTable(t))
+		if after != nil {
+			b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
+		}
+		b.w(" ORDER BY range_hash, task_queue_id LIMIT 1) UNION ALL SELECT x.range_hash, x.task_queue_id, d.n + 1 FROM d, LATERAL (SELECT t.range_hash, t.task_queue_id FROM ",
+			taskTable(t), " t WHERE (t.range_hash, t.task_queue_id) > (d.range_hash, d.task_queue_id) ORDER BY t.range_hash, t.task_queue_id LIMIT 1) x WHERE d.n < ").p(limit)
+		return b.w(") SELECT d.range_hash, d.task_queue_id, CASE WHEN q.one IS NULL THEN 0 ELSE 1 END FROM d LEFT JOIN LATERAL (SELECT 1 AS one FROM ",
+			queueTable(t), " q WHERE q.range_hash = d.range_hash AND q.task_queue_id = d.task_queue_id LIMIT 1) q ON true ORDER BY d.n")
 	},
 	forUpdate: " FOR UPDATE",
 	classify:  classifyPostgres,

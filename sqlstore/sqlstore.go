@@ -359,11 +359,8 @@ func (s *DB) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, aft
 
 func (s *DB) readTasksSQL(t store.Table, q store.QueueKey, after *store.TaskKey, limit int) *builder {
 	b := s.newBuilder()
-	b.w("SELECT ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").whereQueue(q)
-	if after != nil {
-		b.w(" AND ").gt(taskCols(t), taskVals(t, *after))
-	}
-	return b.w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit)
+	b.w("SELECT ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").queueTasks(t, q, after, ">", nil)
+	return b.w(" ORDER BY ", b.taskOrder(t), " LIMIT ").p(limit)
 }
 
 // DeleteTasks implements store.Store.
@@ -420,20 +417,7 @@ func (s *DB) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey
 	var total int64
 	for len(keys) > 0 {
 		n := min(len(keys), 500)
-		b := s.newBuilder()
-		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ")
-		b.w("(", orderBy(t), ") IN (")
-		for i, k := range keys[:n] {
-			if i > 0 {
-				b.w(", ")
-			}
-			if t == store.V2 {
-				b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
-			} else {
-				b.p(k.ID)
-			}
-		}
-		b.w(")")
+		b := s.deleteKeysSQL(t, q, keys[:n])
 		d, err := s.exec(ctx, b.String(), b.args)
 		total += d
 		if err != nil {
@@ -442,6 +426,23 @@ func (s *DB) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey
 		keys = keys[n:]
 	}
 	return total, nil
+}
+
+// deleteKeysSQL deletes the tasks of q with the given keys.
+func (s *DB) deleteKeysSQL(t store.Table, q store.QueueKey, keys []store.TaskKey) *builder {
+	b := s.newBuilder()
+	b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND (", orderBy(t), ") IN (")
+	for i, k := range keys {
+		if i > 0 {
+			b.w(", ")
+		}
+		if t == store.V2 {
+			b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
+		} else {
+			b.p(k.ID)
+		}
+	}
+	return b.w(")")
 }
 
 // DeleteQueue implements store.Store.
@@ -562,15 +563,12 @@ func (s *DB) Tables(ctx context.Context) ([]store.Table, error) {
 // existence of an exact queue row is a point lookup per id, in the same
 // statement.
 func (s *DB) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
+	if limit <= 0 {
+		return nil, nil // the recursive form always yields its first row
+	}
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
-	b := s.newBuilder()
-	b.w("SELECT d.range_hash, d.task_queue_id, CASE WHEN EXISTS (SELECT 1 FROM ", queueTable(t),
-		" q WHERE q.range_hash = d.range_hash AND q.task_queue_id = d.task_queue_id) THEN 1 ELSE 0 END FROM (SELECT DISTINCT range_hash, task_queue_id FROM ", taskTable(t))
-	if after != nil {
-		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
-	}
-	b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit).w(") d ORDER BY d.range_hash, d.task_queue_id")
+	b := s.listTaskQueueIDsSQL(t, after, limit)
 	op := "list task queue ids of " + taskTable(t)
 	rows, err := s.query(ctx, b.String(), b.args)
 	if err != nil {
@@ -591,6 +589,19 @@ func (s *DB) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.Q
 		out = append(out, r)
 	}
 	return out, s.wrap(ctx, op, rows.Err())
+}
+
+func (s *DB) listTaskQueueIDsSQL(t store.Table, after *store.QueueKey, limit int) *builder {
+	b := s.newBuilder()
+	if s.d.listTaskQueueIDs != nil {
+		return s.d.listTaskQueueIDs(b, t, after, limit)
+	}
+	b.w("SELECT d.range_hash, d.task_queue_id, CASE WHEN EXISTS (SELECT 1 FROM ", queueTable(t),
+		" q WHERE q.range_hash = d.range_hash AND q.task_queue_id = d.task_queue_id) THEN 1 ELSE 0 END FROM (SELECT DISTINCT range_hash, task_queue_id FROM ", taskTable(t))
+	if after != nil {
+		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
+	}
+	return b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit).w(") d ORDER BY d.range_hash, d.task_queue_id")
 }
 
 // DeleteOrphanTasks implements store.Store.

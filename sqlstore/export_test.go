@@ -1,0 +1,56 @@
+package sqlstore
+
+import "github.com/tqscavenger/tqscavenger/store"
+
+// Stmt is a statement the store runs, with its arguments, for tests that
+// EXPLAIN it.
+type Stmt struct {
+	SQL  string
+	Args []any
+}
+
+func stmtOf(b *builder) Stmt { return Stmt{SQL: b.String(), Args: b.args} }
+
+// ListQueuesStmt is the statement ListQueues runs.
+func (s *DB) ListQueuesStmt(t store.Table, after *store.QueueKey, limit int) Stmt {
+	return stmtOf(s.listQueuesSQL(t, after, limit))
+}
+
+// ReadTasksStmt is the statement ReadTasks runs.
+func (s *DB) ReadTasksStmt(t store.Table, q store.QueueKey, after *store.TaskKey, limit int) Stmt {
+	return stmtOf(s.readTasksSQL(t, q, after, limit))
+}
+
+// DeleteTasksStmts are the statements DeleteTasks runs. Where a limited
+// delete probes for the limit-th key first (SQLite), the range delete that
+// follows is given with r.Max standing in for the key found.
+func (s *DB) DeleteTasksStmts(t store.Table, q store.QueueKey, r store.TaskRange, limit int) []Stmt {
+	if limit <= 0 {
+		return []Stmt{stmtOf(s.deleteRangeSQL(t, q, r))}
+	}
+	f := s.d.deleteLimited(s.newBuilder(), t, q, r, limit)
+	if f.probe == "" {
+		return []Stmt{{SQL: f.stmt, Args: f.args}}
+	}
+	return []Stmt{{SQL: f.probe, Args: f.probeArg}, stmtOf(s.deleteRangeSQL(t, q, r))}
+}
+
+// DeleteTaskKeysStmt is the first statement DeleteTaskKeys runs.
+func (s *DB) DeleteTaskKeysStmt(t store.Table, q store.QueueKey, keys []store.TaskKey) Stmt {
+	return stmtOf(s.deleteKeysSQL(t, q, keys))
+}
+
+// ListTaskQueueIDsStmt is the statement ListTaskQueueIDs runs.
+func (s *DB) ListTaskQueueIDsStmt(t store.Table, after *store.QueueKey, limit int) Stmt {
+	return stmtOf(s.listTaskQueueIDsSQL(t, after, limit))
+}
+
+// Placeholder returns the n-th (1-based) parameter marker of the engine.
+func (s *DB) Placeholder(n int) string {
+	b := s.newBuilder()
+	for range n {
+		b.sb.Reset()
+		b.p(nil)
+	}
+	return b.String()
+}
