@@ -91,16 +91,22 @@ func (d DSN) String() string {
 }
 
 // Redact masks the password of a DSN string, for logs and errors. Strings
-// that do not parse as URLs are returned with everything between "://" and
-// the last "@" masked.
+// that do not parse as URLs with a user, such as "mysql:u:pw@h/db", are
+// returned with everything between the scheme and the last "@" masked.
 func Redact(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {
 		return u.Redacted()
 	}
-	if i := strings.Index(s, "://"); i >= 0 {
-		if j := strings.LastIndexByte(s, '@'); j > i {
-			return s[:i+3] + "xxxxx" + s[j:]
-		}
+	j := strings.LastIndexByte(s, '@')
+	if j < 0 {
+		return s
+	}
+	start := strings.Index(s, "://") + 3
+	if start < 3 {
+		start = strings.IndexByte(s, ':') + 1
+	}
+	if start > 0 && start < j {
+		return s[:start] + "xxxxx" + s[j:]
 	}
 	return s
 }

@@ -1,6 +1,10 @@
 package sqlstore
 
-import "github.com/tqscavenger/tqscavenger/store"
+import (
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
 
 // Stmt is a statement the store runs, with its arguments, for tests that
 // EXPLAIN it.
@@ -54,3 +58,15 @@ func (s *DB) Placeholder(n int) string {
 	}
 	return b.String()
 }
+
+// MySQLConfig is the driver configuration Open uses for a mysql:// DSN.
+func MySQLConfig(dsn string) (*mysql.Config, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return mysqlConfig(d)
+}
+
+// MySQLLockName is the GET_LOCK name of database db.
+var MySQLLockName = mysqlLockName

@@ -2,6 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -15,16 +18,14 @@ var ErrLocked = errors.New("another tqscavenger holds the lock")
 // lockName is the advisory lock's name (MySQL) and, hashed, key (PostgreSQL).
 const lockName = "tqscavenger"
 
-// pgLockKey is a fixed advisory lock key: "tqscav" in ASCII. PostgreSQL
-// advisory locks are per database, so one key serves every database.
-const pgLockKey = 0x7471736361760000
-
-// Lock takes the database-wide "one scavenger at a time" lock: an advisory
-// lock on PostgreSQL (pg_try_advisory_lock) and MySQL (GET_LOCK, named
-// after the database because MySQL's locks are server-wide), a lock file
-// beside the database on SQLite. With wait it blocks until the lock is free
-// or ctx ends; without, it returns an error wrapping ErrLocked at once.
-// The returned function releases the lock; the lock also ends with the
+// Lock takes the "one scavenger at a time" lock of the task tables: an
+// advisory lock on PostgreSQL (pg_try_advisory_lock, keyed by the schema
+// of the tables, as PostgreSQL's locks are per database and one database
+// may hold several Temporal schemas) and MySQL (GET_LOCK, named after the
+// database because MySQL's locks are server-wide), a lock file beside the
+// database on SQLite. With wait it blocks until the lock is free or ctx
+// ends; without, it returns an error wrapping ErrLocked at once. The
+// returned function releases the lock; the lock also ends with the
 // process or its connection.
 func (s *DB) Lock(ctx context.Context, wait bool) (unlock func() error, err error) {
 	for {
@@ -47,15 +48,26 @@ func (s *DB) tryLock(ctx context.Context) (func() error, error) {
 	case SQLite:
 		return lockFile(s.dsn.Path + ".tqscavenger.lock")
 	case Postgres:
-		return s.lockConn(ctx, "SELECT pg_try_advisory_lock($1)", []any{int64(pgLockKey)},
-			"SELECT pg_advisory_unlock($1)")
+		// The key is computed by the server from the schema the lock's own
+		// connection resolves the tables in, so it is the same for every
+		// scavenger of those tables, whatever its DSN says.
+		const key = "('x' || substr(md5('" + lockName + ".' || current_schema()), 1, 16))::bit(64)::bigint"
+		return s.lockConn(ctx, "SELECT pg_try_advisory_lock("+key+")", nil, "SELECT pg_advisory_unlock("+key+")")
 	default:
-		name := lockName + "." + s.dsn.Database()
-		if len(name) > 64 {
-			name = name[:64]
-		}
-		return s.lockConn(ctx, "SELECT COALESCE(GET_LOCK(?, 0), 0) = 1", []any{name}, "SELECT RELEASE_LOCK(?)")
+		return s.lockConn(ctx, "SELECT COALESCE(GET_LOCK(?, 0), 0) = 1", []any{mysqlLockName(s.dsn.Database())}, "SELECT RELEASE_LOCK(?)")
 	}
+}
+
+// mysqlLockName names the lock of database db. MySQL allows 64 characters:
+// a longer name is shortened to a hash, not cut, so that two databases
+// that share a long prefix do not share the lock.
+func mysqlLockName(db string) string {
+	name := lockName + "." + db
+	if len(name) > 64 {
+		sum := sha256.Sum256([]byte(db))
+		name = lockName + ".sha256:" + hex.EncodeToString(sum[:])[:40]
+	}
+	return name
 }
 
 // lockConn holds a dedicated connection for a session-level advisory lock.
@@ -76,9 +88,15 @@ func (s *DB) lockConn(ctx context.Context, try string, args []any, release strin
 	return func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := conn.ExecContext(ctx, release, args...)
-		// Closing the connection releases a session lock in any case.
-		return errors.Join(err, conn.Close())
+		if _, err := conn.ExecContext(ctx, release, args...); err != nil {
+			// Closing a *sql.Conn only returns it to the pool, where it would
+			// keep the lock. Discard it instead: the server drops a session's
+			// locks with the session.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+			conn.Close()
+			return fmt.Errorf("release the lock (the connection that held it is closed): %w", err)
+		}
+		return conn.Close()
 	}, nil
 }
 

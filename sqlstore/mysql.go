@@ -61,17 +61,15 @@ func mysqlConfig(d DSN) (*mysql.Config, error) {
 		c.Addr = net.JoinHostPort(d.URL.Hostname(), "3306")
 	}
 	c.DBName = d.Database()
-	if d.URL.User != nil {
-		c.User = d.URL.User.Username()
-		c.Passwd, _ = d.URL.User.Password()
-	}
 	q := d.URL.Query()
 	if s := q.Get("socket"); s != "" {
 		c.Net, c.Addr = "unix", s
 	}
 	q.Del("socket")
 	// Let the driver parse its own parameters, from its own DSN format: it
-	// derives settings such as the TLS server name from the rest.
+	// derives settings such as the TLS server name from the address. The
+	// credentials stay out of that string (the driver's format does not
+	// escape them) and are set afterwards.
 	dsn := c.FormatDSN()
 	if len(q) > 0 {
 		sep := "?"
@@ -83,6 +81,10 @@ func mysqlConfig(d DSN) (*mysql.Config, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadDSN, d, redactErr(err, d))
+	}
+	if d.URL.User != nil {
+		c.User = d.URL.User.Username()
+		c.Passwd, _ = d.URL.User.Password()
 	}
 	c.InterpolateParams = true
 	// UPDATE … WHERE range_id = ? must report a matched row even when the
@@ -150,6 +152,8 @@ func mysqlHint(err error) string {
 			return " (check the user and password in the DSN)"
 		case 1049:
 			return " (create the database, or fix its name in the DSN)"
+		case 1044:
+			return " (grant the user access to the database, or fix its name in the DSN)"
 		}
 	}
 	if strings.Contains(err.Error(), "connect") || strings.Contains(err.Error(), "dial") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,8 +111,10 @@ func classifyPostgres(err error) error {
 	return classifyCommon(err)
 }
 
-// redactErr returns err's text with the DSN's password removed, in case a
-// driver quotes its connection string.
+// redactErr returns err's text on one line, with the DSN's password
+// removed in case a driver quotes its connection string. Drivers list each
+// connection attempt on a line of its own (pgx tries with and without TLS,
+// every address of a host); repeated lines are given once.
 func redactErr(err error, d DSN) string {
 	s := err.Error()
 	if d.URL != nil && d.URL.User != nil {
@@ -119,5 +122,12 @@ func redactErr(err error, d DSN) string {
 			s = strings.ReplaceAll(s, p, "xxxxx")
 		}
 	}
-	return s
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.Join(strings.Fields(l), " ")
+		if l != "" && !slices.ContainsFunc(lines, func(prev string) bool { return strings.Contains(prev, l) }) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " ")
 }

@@ -54,19 +54,7 @@ func DSN(t testing.TB, e sqlstore.Engine) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var dsn string
-	switch e {
-	case sqlstore.SQLite:
-		dsn = "sqlite:" + filepath.Join(t.TempDir(), "tasks.db")
-	case sqlstore.Postgres, sqlstore.MySQL:
-		base := os.Getenv(EnvVar(e))
-		if base == "" {
-			unavailable(t, "%s tests skipped: set %s to a server DSN, e.g. %s", e, EnvVar(e), example(e))
-		}
-		dsn = fresh(t, ctx, e, base)
-	default:
-		t.Fatalf("unknown engine %q", e)
-	}
+	dsn := Empty(t, e)
 	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Create: true})
 	if err != nil {
 		t.Fatalf("open test store: %v", err)
@@ -76,6 +64,37 @@ func DSN(t testing.TB, e sqlstore.Engine) string {
 		t.Fatalf("create task tables: %v", err)
 	}
 	return dsn
+}
+
+// Empty creates an empty database for the test on engine e, without any
+// tables, and returns its DSN: a SQLite file that does not exist yet (open
+// it with Options.Create), a fresh PostgreSQL schema, or a fresh MySQL
+// database. It is dropped when the test ends.
+func Empty(t testing.TB, e sqlstore.Engine) string {
+	t.Helper()
+	switch e {
+	case sqlstore.SQLite:
+		return "sqlite:" + filepath.Join(t.TempDir(), "tasks.db")
+	case sqlstore.Postgres, sqlstore.MySQL:
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return fresh(t, ctx, e, Server(t, e))
+	}
+	t.Fatalf("unknown engine %q", e)
+	return ""
+}
+
+// Server returns the DSN of the test server of engine e (PostgreSQL or
+// MySQL), for tests that need the server itself: a user, a database of
+// their own. It skips the test if the variable is unset (fails it under
+// CI=true).
+func Server(t testing.TB, e sqlstore.Engine) string {
+	t.Helper()
+	base := os.Getenv(EnvVar(e))
+	if base == "" {
+		unavailable(t, "%s tests skipped: set %s to a server DSN, e.g. %s", e, EnvVar(e), example(e))
+	}
+	return base
 }
 
 // Open returns an open store from DSN(t, e), closed when the test ends.

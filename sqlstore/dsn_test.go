@@ -1,0 +1,292 @@
+package sqlstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+)
+
+// secret is the password in every DSN of these tests: no error may show it.
+const secret = "sekret-Pw0rd"
+
+func TestParseDSN(t *testing.T) {
+	for _, c := range []struct {
+		dsn    string
+		engine sqlstore.Engine
+		db     string // Database(): name or SQLite path
+		str    string // String()
+	}{
+		{"postgres://u:" + secret + "@db.example:5432/temporal?sslmode=disable", sqlstore.Postgres, "temporal", "postgres://u:xxxxx@db.example:5432/temporal?sslmode=disable"},
+		{"postgresql://u@db.example/temporal", sqlstore.Postgres, "temporal", "postgresql://u@db.example/temporal"},
+		{"POSTGRES://u:" + secret + "@h/t", sqlstore.Postgres, "t", "postgres://u:xxxxx@h/t"},
+		{"mysql://u:" + secret + "@db.example:3306/temporal?tls=true", sqlstore.MySQL, "temporal", "mysql://u:xxxxx@db.example:3306/temporal?tls=true"},
+		{"mariadb://u@h/temporal", sqlstore.MySQL, "temporal", "mariadb://u@h/temporal"},
+		// A password with characters that must be percent-encoded.
+		{"mysql://u:" + url.QueryEscape("p@ss/w:rd") + "@h/t", sqlstore.MySQL, "t", "mysql://u:xxxxx@h/t"},
+		{"sqlite:/var/lib/temporal.db", sqlstore.SQLite, "/var/lib/temporal.db", "sqlite:/var/lib/temporal.db"},
+		{"sqlite:temporal.db", sqlstore.SQLite, "temporal.db", "sqlite:temporal.db"},
+		{"sqlite:///var/lib/temporal.db", sqlstore.SQLite, "/var/lib/temporal.db", "sqlite:/var/lib/temporal.db"},
+		{"sqlite://data/temporal.db", sqlstore.SQLite, "data/temporal.db", "sqlite:data/temporal.db"},
+		{"sqlite3:t.db", sqlstore.SQLite, "t.db", "sqlite:t.db"},
+		{"file:t.db", sqlstore.SQLite, "t.db", "sqlite:t.db"},
+		{"/var/lib/temporal.db", sqlstore.SQLite, "/var/lib/temporal.db", "sqlite:/var/lib/temporal.db"},
+		{"./temporal.db", sqlstore.SQLite, "./temporal.db", "sqlite:./temporal.db"},
+		{"temporal.db", sqlstore.SQLite, "temporal.db", "sqlite:temporal.db"},
+		{`C:\temporal\dev.db`, sqlstore.SQLite, `C:\temporal\dev.db`, `sqlite:C:\temporal\dev.db`},
+		// A colon in a file name is not a scheme.
+		{"backup:2026-11-30.db", sqlstore.SQLite, "backup:2026-11-30.db", "sqlite:backup:2026-11-30.db"},
+	} {
+		t.Run(c.dsn, func(t *testing.T) {
+			d, err := sqlstore.ParseDSN(c.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Engine != c.engine || d.Database() != c.db || d.String() != c.str {
+				t.Errorf("= %s, %q, %q; want %s, %q, %q", d.Engine, d.Database(), d.String(), c.engine, c.db, c.str)
+			}
+			if strings.Contains(d.String(), secret) {
+				t.Errorf("String() shows the password: %s", d)
+			}
+		})
+	}
+}
+
+func TestParseDSNErrors(t *testing.T) {
+	for _, c := range []struct {
+		dsn  string
+		hint string // the error says what to do
+	}{
+		{"", "pass --db or set TQSCAVENGER_DB"},
+		{"   ", "pass --db or set TQSCAVENGER_DB"},
+		{"sqlite:", "use sqlite:PATH"},
+		{"sqlite://", "use sqlite:PATH"},
+		{"sqlite:t.db?mode=ro&_pragma=x", "give just the file path"},
+		{"http://u:" + secret + "@h/db", "use postgres://, mysql://, sqlite:PATH"},
+		{"oracle://u:" + secret + "@h/db", "use postgres://, mysql://, sqlite:PATH"},
+		{"postgres:///temporal", "use postgres://user:pass@host:port/database"},
+		{"postgres://u:" + secret + "@/temporal", "use postgres://user:pass@host:port/database"},
+		{"postgres://u:" + secret + "@h", "names no database"},
+		{"postgres://u:" + secret + "@h/", "names no database"},
+		{"mysql://u:" + secret + "@h:3306", "use mysql://user:pass@host:port/database"},
+		{"mysql://u:" + secret + "@h/a/b", "names no database"},
+		{"mysql:u:" + secret + "@h/db", "has no host"},
+		// Not valid percent-encoding: the parser's own message would quote
+		// the whole string.
+		{"postgres://u:" + secret + "%zz@h/db", "percent-encoding"},
+		{"mysql://u:" + secret + "%@h/db", "percent-encoding"},
+	} {
+		t.Run(c.dsn, func(t *testing.T) {
+			_, err := sqlstore.ParseDSN(c.dsn)
+			if !errors.Is(err, sqlstore.ErrBadDSN) {
+				t.Fatalf("error %v, want ErrBadDSN", err)
+			}
+			if !strings.Contains(err.Error(), c.hint) {
+				t.Errorf("error %q does not say %q", err, c.hint)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error shows the password: %q", err)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"postgres://u:" + secret + "@h/db", "postgres://u:xxxxx@h/db"},
+		{"mysql://u:" + secret + "@h:3306/db?tls=true", "mysql://u:xxxxx@h:3306/db?tls=true"},
+		{"mysql://u:" + secret + "%zz@h/db", "mysql://xxxxx@h/db"}, // does not parse
+		{"postgres://h/db", "postgres://h/db"},
+		{"sqlite:/tmp/t.db", "sqlite:/tmp/t.db"},
+	} {
+		if got := sqlstore.Redact(c.in); got != c.want {
+			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestMySQLConfig checks that a mysql:// URL reaches the driver intact:
+// credentials with special characters, the default port, the driver's own
+// parameters, session variables, and the settings the store relies on.
+func TestMySQLConfig(t *testing.T) {
+	pw := "p@ss/w:rd(x)?"
+	c, err := sqlstore.MySQLConfig("mysql://tqs:" + url.QueryEscape(pw) + "@db.example:3307/temporal?tls=preferred&timeout=7s&sql_mode=%27ANSI%27")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.User != "tqs" || c.Passwd != pw || c.Net != "tcp" || c.Addr != "db.example:3307" || c.DBName != "temporal" {
+		t.Errorf("user %q password %q net %s addr %s db %s", c.User, c.Passwd, c.Net, c.Addr, c.DBName)
+	}
+	if c.TLS == nil || c.Timeout != 7*time.Second || c.Params["sql_mode"] != "'ANSI'" {
+		t.Errorf("tls %v timeout %s params %v: driver parameters lost", c.TLS, c.Timeout, c.Params)
+	}
+	if !c.InterpolateParams || !c.ClientFoundRows {
+		t.Errorf("interpolateParams %v clientFoundRows %v, want both", c.InterpolateParams, c.ClientFoundRows)
+	}
+
+	for dsn, addr := range map[string]string{
+		"mysql://u@h/db":                         "h:3306",
+		"mysql://u@[::1]/db":                     "[::1]:3306",
+		"mysql://u@[::1]:3307/db":                "[::1]:3307",
+		"mysql://u@h/db?socket=/run/mysqld.sock": "/run/mysqld.sock",
+	} {
+		c, err := sqlstore.MySQLConfig(dsn)
+		if err != nil {
+			t.Fatalf("%s: %v", dsn, err)
+		}
+		if c.Addr != addr {
+			t.Errorf("%s: addr %s, want %s", dsn, c.Addr, addr)
+		}
+		if _, ok := c.Params["socket"]; ok {
+			t.Errorf("%s: socket passed on as a session variable", dsn)
+		}
+	}
+
+	_, err = sqlstore.MySQLConfig("mysql://u:" + secret + "@h/db?timeout=banana")
+	if !errors.Is(err, sqlstore.ErrBadDSN) || strings.Contains(err.Error(), secret) {
+		t.Errorf("bad driver parameter: %v, want ErrBadDSN without the password", err)
+	}
+}
+
+// TestOpenErrors opens databases that cannot be used. Each error must wrap
+// ErrUnavailable (or ErrBadDSN), say what to do, and never show the
+// password. PostgreSQL here trusts every local connection, so it accepts
+// any password: a wrong password is tested on MySQL only, and on
+// PostgreSQL a user that does not exist stands in for it.
+func TestOpenErrors(t *testing.T) {
+	type tc struct {
+		name string
+		dsn  func(t *testing.T) string
+		want error
+		hint string
+	}
+	withPath := func(t *testing.T, e sqlstore.Engine, user, path string) string {
+		u, err := url.Parse(testdb.Server(t, e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			u.User = url.UserPassword(user, secret)
+		}
+		u.Path = path
+		return u.String()
+	}
+	cases := []tc{
+		{"sqlite/missing file", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "nope.db") }, sqlstore.ErrUnavailable, "check the path"},
+		{"sqlite/not a database", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "junk.db")
+			if err := os.WriteFile(p, []byte(strings.Repeat("not a database ", 100)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, sqlstore.ErrUnavailable, "not a usable SQLite database"},
+		{"sqlite/directory", func(t *testing.T) string { return "sqlite:" + t.TempDir() }, sqlstore.ErrUnavailable, "not a usable SQLite database"},
+		{"postgres/missing database", func(t *testing.T) string {
+			return withPath(t, sqlstore.Postgres, "postgres", "/tqs_no_such_database")
+		}, sqlstore.ErrUnavailable, "create the database"},
+		{"postgres/unknown user", func(t *testing.T) string {
+			return withPath(t, sqlstore.Postgres, "tqs_no_such_user", "/test")
+		}, sqlstore.ErrUnavailable, "check the user and password"},
+		{"postgres/nothing listening", func(t *testing.T) string {
+			return "postgres://u:" + secret + "@127.0.0.1:1/db?connect_timeout=5"
+		}, sqlstore.ErrUnavailable, "is the server running"},
+		{"postgres/unknown host", func(t *testing.T) string {
+			return "postgres://u:" + secret + "@tqs-no-such-host.invalid/db?connect_timeout=5"
+		}, sqlstore.ErrUnavailable, "is the server running"},
+		{"postgres/bad parameter", func(t *testing.T) string {
+			return "postgres://u:" + secret + "@h/db?sslmode=sometimes"
+		}, sqlstore.ErrBadDSN, ""},
+		{"mysql/wrong password", func(t *testing.T) string {
+			user := passwordUser(t)
+			return withPath(t, sqlstore.MySQL, user, "/test")
+		}, sqlstore.ErrUnavailable, "check the user and password"},
+		{"mysql/missing database", func(t *testing.T) string {
+			return withPath(t, sqlstore.MySQL, "", "/tqs_no_such_database")
+		}, sqlstore.ErrUnavailable, "create the database"},
+		{"mysql/nothing listening", func(t *testing.T) string {
+			return "mysql://u:" + secret + "@127.0.0.1:1/db?timeout=5s"
+		}, sqlstore.ErrUnavailable, "is the server running"},
+		{"mysql/unknown host", func(t *testing.T) string {
+			return "mysql://u:" + secret + "@tqs-no-such-host.invalid/db?timeout=5s"
+		}, sqlstore.ErrUnavailable, "is the server running"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := c.dsn(t)
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open(%s) succeeded", sqlstore.Redact(dsn))
+			}
+			if !errors.Is(err, c.want) {
+				t.Errorf("error %q does not wrap %v", err, c.want)
+			}
+			if !strings.Contains(err.Error(), c.hint) {
+				t.Errorf("error %q does not say %q", err, c.hint)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error shows the password: %q", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// passwordUser creates a MySQL user whose password is not secret, with
+// access to the test database, and returns its name. A connection with the
+// right password must work, or the wrong-password test proves nothing.
+func passwordUser(t *testing.T) string {
+	t.Helper()
+	admin, err := sqlstore.Open(ctx, testdb.Server(t, sqlstore.MySQL), sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	b := make([]byte, 4)
+	rand.Read(b)
+	user := "tqs_pw_" + hex.EncodeToString(b)
+	right := "right-" + secret + "-" + hex.EncodeToString(b)
+	for _, q := range []string{
+		"CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + right + "'",
+		"GRANT ALL ON test.* TO '" + user + "'@'%'",
+	} {
+		if _, err := admin.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		admin, err := sqlstore.Open(context.Background(), testdb.Server(t, sqlstore.MySQL), sqlstore.Options{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer admin.Close()
+		if _, err := admin.SQL().ExecContext(context.Background(), "DROP USER '"+user+"'@'%'"); err != nil {
+			t.Error(err)
+		}
+	})
+	u, _ := url.Parse(testdb.Server(t, sqlstore.MySQL))
+	u.User = url.UserPassword(user, right)
+	u.Path = "/test"
+	db, err := sqlstore.Open(ctx, u.String(), sqlstore.Options{})
+	if err != nil {
+		t.Fatalf("the right password does not work: %v", err)
+	}
+	db.Close()
+	return user
+}
