@@ -70,3 +70,6 @@ func MySQLConfig(dsn string) (*mysql.Config, error) {
 
 // MySQLLockName is the GET_LOCK name of database db.
 var MySQLLockName = mysqlLockName
+
+// VersionAtLeast compares Temporal schema versions.
+var VersionAtLeast = versionAtLeast
