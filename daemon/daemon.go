@@ -262,7 +262,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.setState(Stopped, time.Time{})
 	for {
 		d.setState(Idle, fire)
-		d.log.Info(MsgNextPass, "at", fire, "in", fire.Sub(d.clock.Now()).Round(time.Millisecond))
+		d.log.Info(MsgNextPass, "at", fire, "in", fire.Sub(d.clock.Now()).Round(time.Millisecond).String())
 		c, stop := d.clock.NewTimer(fire.Sub(d.clock.Now()))
 		select {
 		case <-ctx.Done():
@@ -388,7 +388,7 @@ func (d *Daemon) pass(ctx context.Context) {
 	case <-ctx.Done():
 		d.setState(Stopping, time.Time{})
 		d.log.Info(MsgShuttingDown)
-		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout)
+		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout.String())
 		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
 		select {
 		case r = <-done:

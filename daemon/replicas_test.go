@@ -1,0 +1,166 @@
+package daemon_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/daemon"
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/seed"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+)
+
+// freshPostgresDatabase creates a PostgreSQL database of its own for the
+// test. The lock is an advisory lock, which PostgreSQL scopes to a
+// database: testdb's schemas share one database, and so would share the
+// lock with every other test that takes it.
+func freshPostgresDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("TQS_TEST_POSTGRES")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("TQS_TEST_POSTGRES is not set (CI=true: PostgreSQL tests must run)")
+		}
+		t.Skip("PostgreSQL tests skipped: set TQS_TEST_POSTGRES, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	}
+	ctx := context.Background()
+	admin, err := sqlstore.Open(ctx, base, sqlstore.Options{})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL unreachable: %v", err)
+		}
+		t.Skipf("PostgreSQL unreachable: %v", err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "tqs_replicas_" + hex.EncodeToString(b)
+	if _, err := admin.SQL().ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.SQL().ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	db := testdb.OpenDSN(t, u.String())
+	if err := db.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return u.String()
+}
+
+// TestReplicasNeverOverlap runs two daemons, each with its own
+// connections, against one PostgreSQL database on a short interval with
+// full jitter, and checks from their pass records that no two passes ever
+// ran at the same time. TQS_REPLICA_TEST_DURATION (e.g. 60s) lengthens
+// the run from its default of 4s.
+func TestReplicasNeverOverlap(t *testing.T) {
+	dsn := freshPostgresDatabase(t)
+	duration := 4 * time.Second
+	if s := os.Getenv("TQS_REPLICA_TEST_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("TQS_REPLICA_TEST_DURATION: %v", err)
+		}
+		duration = d
+	}
+	ctx := context.Background()
+	seedDB := testdb.OpenDSN(t, dsn)
+	// A dry run keeps the data, so every pass has the same work to do and
+	// lasts long enough (a few hundred statements) for the replicas' ticks
+	// to collide.
+	if _, err := seed.Write(ctx, seedDB, seed.Spec{Queues: 60, TasksPerQueue: 64, Expired: 0.75, NoExpiry: 0.25, IdleAge: 72 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+
+	const replicas = 2
+	ds := make([]*daemon.Daemon, replicas)
+	for i := range ds {
+		d, err := daemon.New(daemon.Config{
+			DB:         testdb.OpenDSN(t, dsn),
+			Scavenger:  scavenger.Config{DryRun: true, Workers: 4},
+			Schedule:   mustEvery(t, 150*time.Millisecond),
+			Jitter:     150 * time.Millisecond,
+			RunAtStart: true,
+			History:    1 << 20,
+			Logger:     quiet(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds[i] = d
+	}
+	runCtx, cancel := context.WithTimeout(ctx, duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() {
+			if err := d.Run(runCtx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+
+	type span struct {
+		replica int
+		rec     daemon.PassRecord
+	}
+	var ran []span
+	var skipped, completed [replicas]int
+	for i, d := range ds {
+		for _, r := range d.Passes() {
+			switch r.Outcome {
+			case daemon.Skipped:
+				skipped[i]++
+				continue
+			case daemon.Completed:
+				completed[i]++
+			}
+			ran = append(ran, span{i, r})
+		}
+		reg := d.Registry()
+		if got, want := metric(t, reg, "tqscavenger_passes_skipped_total", "reason", "lock_held"), float64(skipped[i]); got != want {
+			t.Errorf("replica %d: passes_skipped_total{lock_held} = %v, its records say %v", i, got, want)
+		}
+	}
+	sort.Slice(ran, func(i, j int) bool { return ran[i].rec.Start.Before(ran[j].rec.Start) })
+	overlaps := 0
+	var busy time.Duration
+	for i, s := range ran {
+		busy += s.rec.Duration()
+		if i > 0 && s.rec.Start.Before(ran[i-1].rec.End) {
+			overlaps++
+			t.Errorf("replica %d's pass %d (%s–%s) overlaps replica %d's pass %d (%s–%s)",
+				s.replica, s.rec.ID, s.rec.Start.Format(time.StampMicro), s.rec.End.Format(time.StampMicro),
+				ran[i-1].replica, ran[i-1].rec.ID, ran[i-1].rec.Start.Format(time.StampMicro), ran[i-1].rec.End.Format(time.StampMicro))
+		}
+	}
+	t.Logf("%s, 2 replicas, every 150ms + up to 150ms jitter: passes run %d (completed %d + %d), skipped for the lock %d + %d, overlaps %d; the lock was held %.0f%% of the time",
+		duration, len(ran), completed[0], completed[1], skipped[0], skipped[1], overlaps, 100*busy.Seconds()/duration.Seconds())
+	if completed[0]+completed[1] < 2 {
+		t.Errorf("only %d passes completed in %s", completed[0]+completed[1], duration)
+	}
+	if skipped[0]+skipped[1] == 0 {
+		t.Logf("note: the replicas never collided in this run")
+	}
+	// Over a long run both replicas must have had their turn.
+	if duration >= 20*time.Second && (completed[0] == 0 || completed[1] == 0) {
+		t.Errorf("over %s one replica never ran a pass: %v", duration, completed)
+	}
+}
