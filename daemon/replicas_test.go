@@ -2,9 +2,6 @@ package daemon_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"sort"
 	"sync"
@@ -18,59 +15,15 @@ import (
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
-// freshPostgresDatabase creates a PostgreSQL database of its own for the
-// test. The lock is an advisory lock, which PostgreSQL scopes to a
-// database: testdb's schemas share one database, and so would share the
-// lock with every other test that takes it.
-func freshPostgresDatabase(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("TQS_TEST_POSTGRES")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TQS_TEST_POSTGRES is not set (CI=true: PostgreSQL tests must run)")
-		}
-		t.Skip("PostgreSQL tests skipped: set TQS_TEST_POSTGRES, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	}
-	ctx := context.Background()
-	admin, err := sqlstore.Open(ctx, base, sqlstore.Options{})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL unreachable: %v", err)
-		}
-		t.Skipf("PostgreSQL unreachable: %v", err)
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "tqs_replicas_" + hex.EncodeToString(b)
-	if _, err := admin.SQL().ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.SQL().ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop %s: %v", name, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	db := testdb.OpenDSN(t, u.String())
-	if err := db.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return u.String()
-}
-
 // TestReplicasNeverOverlap runs two daemons, each with its own
 // connections, against one PostgreSQL database on a short interval with
 // full jitter, and checks from their pass records that no two passes ever
 // ran at the same time. TQS_REPLICA_TEST_DURATION (e.g. 60s) lengthens
 // the run from its default of 4s.
 func TestReplicasNeverOverlap(t *testing.T) {
-	dsn := freshPostgresDatabase(t)
+	// A schema of its own: the lock is per schema on PostgreSQL, so other
+	// tests taking it do not disturb this one.
+	dsn := testdb.DSN(t, sqlstore.Postgres)
 	duration := 4 * time.Second
 	if s := os.Getenv("TQS_REPLICA_TEST_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
