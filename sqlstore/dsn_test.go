@@ -2,8 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/url"
 	"os"
@@ -206,8 +204,18 @@ func TestOpenErrors(t *testing.T) {
 			return "postgres://u:" + secret + "@h/db?sslmode=sometimes"
 		}, sqlstore.ErrBadDSN, ""},
 		{"mysql/wrong password", func(t *testing.T) string {
-			user := passwordUser(t)
-			return withPath(t, sqlstore.MySQL, user, "/test")
+			u, right := testdb.MySQLUser(t)
+			// The right password works, or this test proves nothing.
+			db, err := sqlstore.Open(ctx, u.String(), sqlstore.Options{})
+			if err != nil {
+				t.Fatalf("the right password: %v", err)
+			}
+			db.Close()
+			u.User = url.UserPassword(u.User.Username(), secret)
+			if strings.Contains(right, secret) {
+				t.Fatal("the right password contains the wrong one")
+			}
+			return u.String()
 		}, sqlstore.ErrUnavailable, "check the user and password"},
 		{"mysql/missing database", func(t *testing.T) string {
 			return withPath(t, sqlstore.MySQL, "", "/tqs_no_such_database")
@@ -245,48 +253,4 @@ func TestOpenErrors(t *testing.T) {
 			t.Log(err)
 		})
 	}
-}
-
-// passwordUser creates a MySQL user whose password is not secret, with
-// access to the test database, and returns its name. A connection with the
-// right password must work, or the wrong-password test proves nothing.
-func passwordUser(t *testing.T) string {
-	t.Helper()
-	admin, err := sqlstore.Open(ctx, testdb.Server(t, sqlstore.MySQL), sqlstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	b := make([]byte, 4)
-	rand.Read(b)
-	user := "tqs_pw_" + hex.EncodeToString(b)
-	right := "right-" + secret + "-" + hex.EncodeToString(b)
-	for _, q := range []string{
-		"CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + right + "'",
-		"GRANT ALL ON test.* TO '" + user + "'@'%'",
-	} {
-		if _, err := admin.SQL().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	t.Cleanup(func() {
-		admin, err := sqlstore.Open(context.Background(), testdb.Server(t, sqlstore.MySQL), sqlstore.Options{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer admin.Close()
-		if _, err := admin.SQL().ExecContext(context.Background(), "DROP USER '"+user+"'@'%'"); err != nil {
-			t.Error(err)
-		}
-	})
-	u, _ := url.Parse(testdb.Server(t, sqlstore.MySQL))
-	u.User = url.UserPassword(user, right)
-	u.Path = "/test"
-	db, err := sqlstore.Open(ctx, u.String(), sqlstore.Options{})
-	if err != nil {
-		t.Fatalf("the right password does not work: %v", err)
-	}
-	db.Close()
-	return user
 }

@@ -174,3 +174,44 @@ func Exec(t testing.TB, db *sqlstore.DB, query string, args ...any) sql.Result {
 	}
 	return res
 }
+
+// MySQLUser creates a MySQL user with a password and access to every
+// database of the test server, dropped when the test ends, and returns the
+// server's DSN with that user and password. Tests of a wrong password
+// need it: the test server's root has none. (PostgreSQL here trusts local
+// connections and accepts any password, so it has no counterpart.)
+func MySQLUser(t testing.TB) (dsn *url.URL, password string) {
+	t.Helper()
+	base := Server(t, sqlstore.MySQL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := sqlstore.Open(ctx, base, sqlstore.Options{})
+	if err != nil {
+		unavailable(t, "mysql unreachable via %s: %v", EnvVar(sqlstore.MySQL), err)
+	}
+	user := randomName()
+	password = "pw-" + randomName()
+	for _, q := range []string{
+		"CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password + "'",
+		"GRANT ALL ON *.* TO '" + user + "'@'%'",
+	} {
+		if _, err := admin.SQL().ExecContext(ctx, q); err != nil {
+			admin.Close()
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.SQL().ExecContext(ctx, "DROP USER '"+user+"'@'%'"); err != nil {
+			t.Errorf("drop user %s: %v", user, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvVar(sqlstore.MySQL), err)
+	}
+	u.User = url.UserPassword(user, password)
+	return u, password
+}
