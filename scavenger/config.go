@@ -39,22 +39,35 @@ const (
 	TemporalProtectedPrefix = "temporal-sys-tl-scanner"
 )
 
+// tqscavenger's defaults, where they differ from Temporal's: large
+// batches (scans and deletes of up to 1000 rows, adapting to the
+// database), pages of 256 queues, and fewer workers, since the database,
+// not the scavenger, is the bottleneck.
+const (
+	DefaultWorkers       = 4
+	DefaultListPageSize  = 256
+	DefaultTaskBatchSize = 1000
+	DefaultTasksPerJob   = 20000
+)
+
 // Config configures a Scavenger. The zero value of each field means its
 // documented default.
 type Config struct {
 	// Compat selects the mode; see CompatTemporal.
 	Compat Compat
 
-	// Workers is the number of queues processed at once. Default 32.
+	// Workers is the number of jobs run at once. Default 4 (Temporal: 32).
 	Workers int
 	// ListPageSize is how many queue rows one listing statement reads.
-	// Default 32.
+	// Default 256 (Temporal: 32).
 	ListPageSize int
-	// TaskBatchSize is how many tasks one read returns. Default 16.
+	// TaskBatchSize is how many tasks one read returns: in tqscavenger's
+	// mode the most, as it adapts to the database. Default 1000
+	// (Temporal: 16).
 	TaskBatchSize int
-	// TasksPerJob is how many tasks a queue job examines before it yields
-	// its worker to other queues (it is deferred and resumes later).
-	// Default 256.
+	// TasksPerJob is how many tasks a job examines before it yields its
+	// worker to others (it is deferred and resumes later). Default 20000
+	// (Temporal: 256).
 	TasksPerJob int
 	// MaxDeferred caps the deferred list; a job deferred beyond it is
 	// dropped for this pass and counted. Default 10000.
@@ -62,6 +75,9 @@ type Config struct {
 	// Grace is how long a queue must have been idle (by its
 	// last_update_time) before it may be deleted. Default 48h.
 	Grace time.Duration
+	// SlowStatement is how long a scan or delete may take before the
+	// batch size is halved (tqscavenger's mode). Default 1s.
+	SlowStatement time.Duration
 	// RetryInitial and RetryMax bound the backoff between retries of a
 	// transient store error. Defaults 250ms and 30s.
 	RetryInitial, RetryMax time.Duration
@@ -128,17 +144,24 @@ const (
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
+	workers, page, batch, perJob := DefaultWorkers, DefaultListPageSize, DefaultTaskBatchSize, DefaultTasksPerJob
+	if c.Compat == CompatTemporal {
+		workers, page, batch, perJob = TemporalWorkers, TemporalListPageSize, TemporalTaskBatchSize, TemporalTasksPerJob
+	}
 	if c.Workers <= 0 {
-		c.Workers = TemporalWorkers
+		c.Workers = workers
 	}
 	if c.ListPageSize <= 0 {
-		c.ListPageSize = TemporalListPageSize
+		c.ListPageSize = page
 	}
 	if c.TaskBatchSize <= 0 {
-		c.TaskBatchSize = TemporalTaskBatchSize
+		c.TaskBatchSize = batch
 	}
 	if c.TasksPerJob <= 0 {
-		c.TasksPerJob = TemporalTasksPerJob
+		c.TasksPerJob = perJob
+	}
+	if c.SlowStatement <= 0 {
+		c.SlowStatement = time.Second
 	}
 	if c.MaxDeferred <= 0 {
 		c.MaxDeferred = TemporalMaxDeferred

@@ -37,6 +37,9 @@ type queueJob struct {
 	si       int
 	cursor   *store.TaskKey
 	nonEmpty bool // a task was left in some subqueue
+	// stopped: a windowJob reached a live task of this queue and skips
+	// the rest of it.
+	stopped bool
 
 	examined, deleted int
 }
@@ -274,9 +277,13 @@ func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 // (finished) or the budget of tasks to examine is spent.
 func (j *queueJob) walk(ctx context.Context, sq Subqueue, budget *int) (finished bool, err error) {
 	p := j.p
-	batch := p.cfg.TaskBatchSize
 	for *budget > 0 {
-		tasks, err := p.readTasks(ctx, j.table, sq.Key, j.cursor, batch)
+		batch := p.batch.size()
+		var tasks []store.TaskRow
+		err := p.timed(ctx, func() (err error) {
+			tasks, err = p.st.ReadTasks(ctx, j.table, sq.Key, j.cursor, batch)
+			return err
+		})
 		if err != nil {
 			return false, err
 		}
@@ -417,14 +424,18 @@ func (j *queueJob) countDeleted(n int64, r Reason) {
 	j.deleted += int(n)
 }
 
+// deletableQueue reports whether the queue row may go once it is empty:
+// it decoded, is not protected, and has been idle for the grace period.
+func (j *queueJob) deletableQueue() bool {
+	p := j.p
+	return !j.badBlob && !p.protected(j.name) && p.cfg.Now().Sub(j.lastUpdate) >= p.cfg.Grace
+}
+
 // tryDeleteQueue deletes the queue row if it has been idle for the grace
 // period, fenced on the range_id seen when it was listed.
 func (j *queueJob) tryDeleteQueue(ctx context.Context) {
 	p := j.p
-	if j.badBlob || p.protected(j.name) {
-		return
-	}
-	if p.cfg.Now().Sub(j.lastUpdate) < p.cfg.Grace {
+	if !j.deletableQueue() {
 		return
 	}
 	tc := p.c.table(j.table)

@@ -163,7 +163,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	s.c, s.exec, s.started = c, ex, time.Now()
 	s.mu.Unlock()
 
-	p := &pass{s: s, cfg: s.cfg, st: s.st, c: c, ex: ex}
+	p := &pass{s: s, cfg: s.cfg, st: s.st, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement)}
 	log := s.cfg.Logger
 	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun)
 	err := p.run(ctx)
@@ -197,6 +197,18 @@ type pass struct {
 	// present lists the task tables that exist, whether or not this pass
 	// scavenges them.
 	present []store.Table
+	batch   *batcher
+}
+
+// timed runs a store call with retries and feeds its duration to the
+// adaptive batch size.
+func (p *pass) timed(ctx context.Context, f func() error) error {
+	return p.retry(ctx, func() error {
+		start := time.Now()
+		err := f()
+		p.batch.observe(time.Since(start), errors.Is(err, context.DeadlineExceeded))
+		return err
+	})
 }
 
 func (p *pass) run(ctx context.Context) error {
@@ -253,13 +265,26 @@ func (p *pass) listQueues(ctx context.Context, t store.Table) error {
 		if err != nil {
 			return fmt.Errorf("list %s queues: %w", t, err)
 		}
+		// In tqscavenger's mode, queues with one subqueue are scavenged a
+		// page at a time by a windowJob; the rest, and every queue in
+		// Temporal's mode, by a queueJob each.
+		var window []*queueJob
 		for _, r := range rows {
 			j := p.newQueueJob(t, r)
 			if !p.inScope(j) {
 				continue
 			}
 			p.c.table(t).queuesListed.Add(1)
+			if p.cfg.Compat != CompatTemporal && len(j.subs) == 1 {
+				window = append(window, j)
+				continue
+			}
 			if err := p.ex.Submit(ctx, j); err != nil {
+				return err
+			}
+		}
+		if len(window) > 0 {
+			if err := p.ex.Submit(ctx, p.newWindowJob(t, window)); err != nil {
 				return err
 			}
 		}

@@ -177,6 +177,32 @@ func (f *faultStore) DeleteTasks(ctx context.Context, t store.Table, q store.Que
 	return f.Store.DeleteTasks(ctx, t, q, r, limit)
 }
 
+func (f *faultStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	if err := f.fault("scan"); err != nil {
+		return nil, err
+	}
+	return f.Store.ScanTasks(ctx, t, after, through, limit)
+}
+
+func (f *faultStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
+	if err := f.fault("deletesets"); err != nil {
+		return 0, err
+	}
+	return f.Store.DeleteTaskSets(ctx, t, sets)
+}
+
+func (f *faultStore) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
+	if f.beforeDelete != nil {
+		for _, q := range fences {
+			f.beforeDelete(q.QueueKey)
+		}
+	}
+	if err := f.fault("deletequeues"); err != nil {
+		return 0, err
+	}
+	return f.Store.DeleteQueues(ctx, t, fences)
+}
+
 func (f *faultStore) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
 	if f.beforeDelete != nil {
 		f.beforeDelete(q)
@@ -187,53 +213,65 @@ func (f *faultStore) DeleteQueue(ctx context.Context, t store.Table, q store.Que
 	return f.Store.DeleteQueue(ctx, t, q, rangeID)
 }
 
+var modes = []scavenger.Compat{scavenger.CompatTemporal, scavenger.CompatNone}
+
 func TestTransientErrorsAreRetried(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
-		mustSeed(t, db, seed.Spec{Queues: 5, TasksPerQueue: 40, Expired: 1, IdleAge: 72 * time.Hour})
-		fs := &faultStore{Store: db, failFirst: 3}
-		cfg := baseConfig()
-		cfg.Compat = scavenger.CompatTemporal
-		st, err := scavenger.New(fs, cfg).Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fs.injected.Load() == 0 || st.Retries != fs.injected.Load() {
-			t.Errorf("retries %d, injected %d", st.Retries, fs.injected.Load())
-		}
-		if st.TasksDeleted != 200 || st.QueuesDeleted != 5 || st.Errors != 0 {
-			t.Errorf("stats %+v: want 200 tasks and 5 queues deleted, no errors", st)
+		for _, mode := range modes {
+			t.Run("compat="+string(mode), func(t *testing.T) {
+				defer cleanup(t, db)
+				mustSeed(t, db, seed.Spec{Queues: 5, TasksPerQueue: 40, Expired: 1, IdleAge: 72 * time.Hour})
+				fs := &faultStore{Store: db, failFirst: 3}
+				cfg := baseConfig()
+				cfg.Compat = mode
+				st, err := scavenger.New(fs, cfg).Run(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fs.injected.Load() == 0 || st.Retries != fs.injected.Load() {
+					t.Errorf("retries %d, injected %d", st.Retries, fs.injected.Load())
+				}
+				if st.TasksDeleted != 200 || st.QueuesDeleted != 5 || st.Errors != 0 {
+					t.Errorf("stats %+v: want 200 tasks and 5 queues deleted, no errors", st)
+				}
+			})
 		}
 	})
 }
 
 func TestRangeIDChangedBeforeDelete(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
-		mustSeed(t, db, seed.Spec{Queues: 1, TasksPerQueue: 10, Expired: 1, IdleAge: 72 * time.Hour})
-		q := queueKey("seed-0", 0)
-		fs := &faultStore{Store: db, beforeDelete: func(k store.QueueKey) {
-			// A matching host takes the queue over between list and delete.
-			row, err := db.GetQueue(context.Background(), store.V1, k)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			prev := row.RangeID
-			row.RangeID++
-			if err := db.UpdateQueue(context.Background(), store.V1, row, prev); err != nil {
-				t.Error(err)
-			}
-		}}
-		cfg := baseConfig()
-		cfg.Compat = scavenger.CompatTemporal
-		st, err := scavenger.New(fs, cfg).Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !queueExists(t, db, store.V1, q) {
-			t.Fatal("queue deleted although its range_id changed")
-		}
-		if st.QueuesDeleted != 0 || st.QueuesKept != 1 || st.Errors != 0 {
-			t.Errorf("stats %+v: want 0 deleted, 1 kept, no errors", st)
+		for _, mode := range modes {
+			t.Run("compat="+string(mode), func(t *testing.T) {
+				defer cleanup(t, db)
+				mustSeed(t, db, seed.Spec{Queues: 1, TasksPerQueue: 10, Expired: 1, IdleAge: 72 * time.Hour})
+				q := queueKey("seed-0", 0)
+				fs := &faultStore{Store: db, beforeDelete: func(k store.QueueKey) {
+					// A matching host takes the queue over between list and delete.
+					row, err := db.GetQueue(context.Background(), store.V1, k)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					prev := row.RangeID
+					row.RangeID++
+					if err := db.UpdateQueue(context.Background(), store.V1, row, prev); err != nil {
+						t.Error(err)
+					}
+				}}
+				cfg := baseConfig()
+				cfg.Compat = mode
+				st, err := scavenger.New(fs, cfg).Run(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !queueExists(t, db, store.V1, q) {
+					t.Fatal("queue deleted although its range_id changed")
+				}
+				if st.QueuesDeleted != 0 || st.QueuesKept != 1 || st.Errors != 0 {
+					t.Errorf("stats %+v: want 0 deleted, 1 kept, no errors", st)
+				}
+			})
 		}
 	})
 }
@@ -252,6 +290,12 @@ func (b *blockingStore) ReadTasks(ctx context.Context, t store.Table, q store.Qu
 	return nil, ctx.Err()
 }
 
+func (b *blockingStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	b.once.Do(func() { close(b.started) })
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 func TestStopMidPass(t *testing.T) {
 	db := testdb.Open(t, sqlstore.SQLite)
 	mustSeed(t, db, seed.Spec{Queues: 100, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
@@ -260,7 +304,12 @@ func TestStopMidPass(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	<-bs.started
+	select {
+	case <-bs.started:
+	case <-time.After(10 * time.Second):
+		s.Stop()
+		t.Fatal("the pass never read a task")
+	}
 	if !s.Alive() {
 		t.Fatal("not alive while a pass runs")
 	}

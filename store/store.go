@@ -85,6 +85,33 @@ type TaskRow struct {
 	Encoding string
 }
 
+// TaskPos is a position in a task table across queues.
+type TaskPos struct {
+	Queue QueueKey
+	Task  TaskKey
+}
+
+// ScannedTask is a task with its (sub)queue key.
+type ScannedTask struct {
+	Queue QueueKey
+	TaskRow
+}
+
+// TaskSet is the tasks of one (sub)queue to delete: Keys if not nil, else
+// Range.
+type TaskSet struct {
+	Queue QueueKey
+	Range TaskRange
+	Keys  []TaskKey
+}
+
+// QueueFence is a queue row to delete only if its range_id is still
+// RangeID.
+type QueueFence struct {
+	QueueKey
+	RangeID int64
+}
+
 // TaskQueueRef is one distinct task_queue_id of a task table.
 type TaskQueueRef struct {
 	QueueKey
@@ -158,6 +185,23 @@ type Store interface {
 	// in the same statement checking that none of the queue rows parents
 	// exists; if one does (the queue was re-created) it deletes nothing.
 	DeleteOrphanTasks(ctx context.Context, t Table, q QueueKey, parents []QueueKey, keys []TaskKey) (int64, error)
+
+	// ScanTasks returns up to limit tasks of table t across queues, in
+	// primary-key order: those positioned after after, whose queue key is
+	// at most through. It is how a pass reads many small queues in one
+	// statement.
+	ScanTasks(ctx context.Context, t Table, after TaskPos, through QueueKey, limit int) ([]ScannedTask, error)
+
+	// DeleteTaskSets deletes, in one statement where the engine allows,
+	// every task of each set and returns how many it deleted. A set is a
+	// key range of one (sub)queue (V1, where ranges are exact) or a list
+	// of keys.
+	DeleteTaskSets(ctx context.Context, t Table, sets []TaskSet) (int64, error)
+
+	// DeleteQueues deletes each queue row whose range_id is still the one
+	// given, in one statement where the engine allows, and returns how
+	// many it deleted; the others changed or are gone.
+	DeleteQueues(ctx context.Context, t Table, fences []QueueFence) (int64, error)
 
 	// Tables reports which task tables exist.
 	Tables(ctx context.Context) ([]Table, error)

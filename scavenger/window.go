@@ -1,0 +1,271 @@
+package scavenger
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/executor"
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// windowJob scavenges a page of listed queues that have a single subqueue
+// (the common case) by scanning their tasks across queues in primary-key
+// order: many small queues cost a few statements per page instead of a
+// few per queue, and a big backlog is read and deleted in large batches.
+// The rules are those of queueJob.walk, applied to each queue's run of
+// rows; queues with several subqueues keep their own queueJob.
+type windowJob struct {
+	p      *pass
+	table  store.Table
+	queues []*queueJob // in primary-key order
+	pos    store.TaskPos
+	// qi is the first queue not yet behind the scan.
+	qi int
+}
+
+var minTaskKey = store.TaskKey{Pass: -1 << 63, ID: -1 << 63}
+
+// maxTaskKey positions a scan after every task of a queue.
+var maxTaskKey = store.TaskKey{Pass: 1<<63 - 1, ID: 1<<63 - 1}
+
+func (p *pass) newWindowJob(t store.Table, queues []*queueJob) *windowJob {
+	return &windowJob{p: p, table: t, queues: queues, pos: store.TaskPos{Queue: queues[0].key, Task: minTaskKey}}
+}
+
+// queueOf returns the window's queue with key k, or nil: a key between
+// them is a subqueue of another queue or an orphan, scavenged elsewhere.
+func (w *windowJob) queueOf(k store.QueueKey) *queueJob {
+	for w.qi < len(w.queues) && w.queues[w.qi].key.Less(k) {
+		w.qi++
+	}
+	if w.qi < len(w.queues) && string(w.queues[w.qi].key.ID) == string(k.ID) && w.queues[w.qi].key.RangeHash == k.RangeHash {
+		return w.queues[w.qi]
+	}
+	return nil
+}
+
+// Run implements executor.Job.
+func (w *windowJob) Run(ctx context.Context) executor.Status {
+	p := w.p
+	through := w.queues[len(w.queues)-1].key
+	for budget := p.cfg.TasksPerJob; budget > 0; {
+		batch := p.batch.size()
+		var rows []store.ScannedTask
+		err := p.timed(ctx, func() (err error) {
+			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, batch)
+			return err
+		})
+		if err != nil {
+			return w.fail(ctx, "scan tasks", err)
+		}
+		now := p.cfg.Now()
+		var (
+			plan    deletePlan
+			cur     *queueJob
+			skip    bool
+			curKey  store.QueueKey
+			started bool
+		)
+		for _, r := range rows {
+			if !started || r.Queue.RangeHash != curKey.RangeHash || string(r.Queue.ID) != string(curKey.ID) {
+				plan.endRun()
+				started, curKey = true, r.Queue
+				cur = w.queueOf(r.Queue)
+				skip = cur == nil || cur.stopped
+			}
+			if skip {
+				continue
+			}
+			cur.examined++
+			budget--
+			if reason, ok := cur.deletable(cur.subs[0], r.TaskRow, now); ok {
+				plan.add(w.table, cur, r.Queue, r.Key, reason)
+				continue
+			}
+			cur.nonEmpty = true
+			plan.endRun()
+			if !p.cfg.PastLiveHead {
+				cur.stopped, skip = true, true
+			}
+		}
+		plan.endRun()
+		if err := w.delete(ctx, &plan); err != nil {
+			return w.fail(ctx, "delete tasks", err)
+		}
+		if len(rows) < batch {
+			return w.finish(ctx)
+		}
+		last := rows[len(rows)-1]
+		w.pos = store.TaskPos{Queue: last.Queue, Task: last.Key}
+		if skip {
+			// The rest of this queue is behind a live task, or not ours.
+			w.pos.Task = maxTaskKey
+		}
+	}
+	return executor.Defer
+}
+
+// deletePlan collects the deletable tasks of one scan batch as runs: a key
+// range per run in v1 (matching appends only above the ids it has used, so
+// a range read whole is exact), the keys themselves in v2 (a new task may
+// sort between old ones).
+type deletePlan struct {
+	table   store.Table
+	sets    []store.TaskSet
+	reasons []Reason
+	counts  []int64
+
+	run       []store.TaskKey
+	runQueue  store.QueueKey
+	runOwner  *queueJob
+	runReason Reason
+}
+
+func (d *deletePlan) add(t store.Table, owner *queueJob, q store.QueueKey, k store.TaskKey, r Reason) {
+	if len(d.run) > 0 && r != d.runReason {
+		d.endRun()
+	}
+	d.table, d.runQueue, d.runOwner, d.runReason = t, q, owner, r
+	d.run = append(d.run, k)
+}
+
+func (d *deletePlan) endRun() {
+	if len(d.run) == 0 {
+		return
+	}
+	set := store.TaskSet{Queue: d.runQueue}
+	if d.table == store.V1 {
+		set.Range = store.TaskRange{Min: d.run[0], Max: d.run[len(d.run)-1]}
+	} else {
+		set.Keys = append([]store.TaskKey(nil), d.run...)
+	}
+	d.sets = append(d.sets, set)
+	d.reasons = append(d.reasons, d.runReason)
+	d.counts = append(d.counts, int64(len(d.run)))
+	d.runOwner.deleted += len(d.run)
+	d.run = d.run[:0]
+}
+
+// delete runs the plan's deletes and counts them by reason.
+func (w *windowJob) delete(ctx context.Context, d *deletePlan) error {
+	if len(d.sets) == 0 {
+		return nil
+	}
+	planned := map[Reason]int64{}
+	var total int64
+	for i, n := range d.counts {
+		planned[d.reasons[i]] += n
+		total += n
+	}
+	p := w.p
+	deleted := total
+	if !p.cfg.DryRun {
+		err := p.timed(ctx, func() (err error) {
+			deleted, err = p.st.DeleteTaskSets(ctx, w.table, d.sets)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// Matching may have dispatched some of them meanwhile: the shortfall
+	// comes off the expired count.
+	if short := total - deleted; short > 0 {
+		planned[ReasonExpired] = max(0, planned[ReasonExpired]-short)
+	}
+	for r, n := range planned {
+		p.c.deleted(w.table, r, n)
+	}
+	return nil
+}
+
+// finish deletes the window's queues that are now empty and idle, in one
+// statement, and ends the job.
+func (w *windowJob) finish(ctx context.Context) executor.Status {
+	p := w.p
+	var fences []store.QueueFence
+	for _, q := range w.queues {
+		if q.nonEmpty || !q.deletableQueue() {
+			continue
+		}
+		if q.otherHasTasks {
+			has, err := q.otherTableHasTasks(ctx)
+			if err != nil {
+				q.fail(ctx, "check the other table version", err)
+				continue
+			}
+			if has {
+				continue
+			}
+		}
+		fences = append(fences, store.QueueFence{QueueKey: q.key, RangeID: q.rangeID})
+	}
+	tc := p.c.table(w.table)
+	if len(fences) > 0 {
+		n := int64(len(fences))
+		if !p.cfg.DryRun {
+			err := p.retry(ctx, func() (err error) {
+				n, err = p.st.DeleteQueues(ctx, w.table, fences)
+				return err
+			})
+			if err != nil {
+				return w.fail(ctx, "delete queues", err)
+			}
+		}
+		tc.queuesDeleted.Add(n)
+		// The others changed since they were listed: a matching host
+		// owns them.
+		p.c.queuesKept.Add(int64(len(fences)) - n)
+	}
+	for _, q := range w.queues {
+		q.done()
+	}
+	return executor.Done
+}
+
+func (w *windowJob) fail(ctx context.Context, op string, err error) executor.Status {
+	if ctx.Err() == nil {
+		w.p.c.errors.Add(1)
+		w.p.cfg.Logger.Error("queue page failed", "op", op, "table", w.table.String(),
+			"first_queue", w.queues[0].key.String(), "queues", len(w.queues), "err", err)
+	}
+	return executor.Err
+}
+
+// batcher adapts the batch size of scans and deletes: it halves when a
+// statement is slow or times out, and grows back while statements are
+// fast, between a floor and Config.TaskBatchSize (as River's maintenance
+// services do).
+type batcher struct {
+	cur       atomic.Int64
+	floor     int64
+	ceil      int64
+	slow      time.Duration
+	fastCount atomic.Int64
+}
+
+func newBatcher(ceil int, slow time.Duration) *batcher {
+	b := &batcher{floor: min(16, int64(ceil)), ceil: int64(ceil), slow: slow}
+	b.cur.Store(int64(ceil))
+	return b
+}
+
+func (b *batcher) size() int { return int(b.cur.Load()) }
+
+// observe adjusts the size after a statement that took d.
+func (b *batcher) observe(d time.Duration, timedOut bool) {
+	cur := b.cur.Load()
+	switch {
+	case timedOut || d > b.slow:
+		b.cur.CompareAndSwap(cur, max(b.floor, cur/2))
+		b.fastCount.Store(0)
+	case d < b.slow/4 && cur < b.ceil:
+		// Grow only after a run of fast statements, so one lucky
+		// statement does not undo a shrink.
+		if b.fastCount.Add(1) >= 8 {
+			b.fastCount.Store(0)
+			b.cur.CompareAndSwap(cur, min(b.ceil, cur*2))
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package sqlstore
+
+import (
+	"context"
+	"math"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// Statements that work on many queues at once: they let a pass over many
+// small queues issue a few statements per page of queues instead of a few
+// per queue.
+
+// maxSetsPerStatement bounds the OR terms (and so the parameters) of one
+// batched delete: MySQL and SQLite limit placeholders, and a huge
+// statement holds its locks for long.
+const maxSetsPerStatement = 200
+
+// ScanTasks implements store.Store.
+func (s *DB) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	cols := append([]string{"range_hash", "task_queue_id"}, taskCols(t)...)
+	vals := append([]any{int64(after.Queue.RangeHash), after.Queue.ID}, taskVals(t, after.Task)...)
+	b := s.newBuilder()
+	b.w("SELECT range_hash, task_queue_id, ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").
+		cmp(cols, vals, ">").w(" AND ").
+		cmp([]string{"range_hash", "task_queue_id"}, []any{int64(through.RangeHash), through.ID}, "<=").
+		w(" ORDER BY ", "range_hash, task_queue_id, ", orderBy(t), " LIMIT ").p(limit)
+	op := "scan " + taskTable(t)
+	rows, err := s.query(ctx, b.String(), b.args)
+	if err != nil {
+		return nil, s.wrap(ctx, op, err)
+	}
+	defer rows.Close()
+	out := make([]store.ScannedTask, 0, limit)
+	var prev []byte
+	for rows.Next() {
+		var (
+			r  store.ScannedTask
+			rh int64
+			id []byte
+		)
+		if t == store.V2 {
+			err = rows.Scan(&rh, &id, &r.Key.Pass, &r.Key.ID, &r.Data, &r.Encoding)
+		} else {
+			err = rows.Scan(&rh, &id, &r.Key.ID, &r.Data, &r.Encoding)
+		}
+		if err != nil {
+			return nil, s.wrap(ctx, op, err)
+		}
+		// Consecutive rows share their queue id: share the bytes too.
+		if string(id) == string(prev) {
+			id = prev
+		}
+		prev = id
+		r.Queue = store.QueueKey{RangeHash: uint32(rh), ID: id}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// MaxTaskKey is after every task key: a TaskPos with it skips the rest of
+// a queue.
+var MaxTaskKey = store.TaskKey{Pass: math.MaxInt64, ID: math.MaxInt64}
+
+// DeleteTaskSets implements store.Store.
+func (s *DB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	var total int64
+	for len(sets) > 0 {
+		n, params := 0, 0
+		b := s.newBuilder()
+		b.w("DELETE FROM ", taskTable(t), " WHERE ")
+		for _, set := range sets {
+			if n > 0 && (n == maxSetsPerStatement || params+len(set.Keys)*2 > 4000) {
+				break
+			}
+			if n > 0 {
+				b.w(" OR ")
+			}
+			b.w("(").whereQueue(set.Queue).w(" AND ")
+			if set.Keys != nil {
+				b.w("(", orderBy(t), ") IN (")
+				for i, k := range set.Keys {
+					if i > 0 {
+						b.w(", ")
+					}
+					if t == store.V2 {
+						b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
+					} else {
+						b.p(k.ID)
+					}
+				}
+				b.w(")")
+			} else {
+				b.cmp(taskCols(t), taskVals(t, set.Range.Min), ">=").w(" AND ").cmp(taskCols(t), taskVals(t, set.Range.Max), "<=")
+			}
+			b.w(")")
+			params += 4 + len(set.Keys)*2
+			n++
+		}
+		d, err := s.exec(ctx, b.String(), b.args)
+		total += d
+		if err != nil {
+			return total, s.wrap(ctx, "delete "+taskTable(t), err)
+		}
+		sets = sets[n:]
+	}
+	return total, nil
+}
+
+// DeleteQueues implements store.Store.
+func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
+	ctx, cancel := s.withStatement(ctx)
+	defer cancel()
+	var total int64
+	for len(fences) > 0 {
+		n := min(len(fences), maxSetsPerStatement)
+		b := s.newBuilder()
+		b.w("DELETE FROM ", queueTable(t), " WHERE ")
+		for i, f := range fences[:n] {
+			if i > 0 {
+				b.w(" OR ")
+			}
+			b.w("(").whereQueue(f.QueueKey).w(" AND range_id = ").p(f.RangeID).w(")")
+		}
+		d, err := s.exec(ctx, b.String(), b.args)
+		total += d
+		if err != nil {
+			return total, s.wrap(ctx, "delete "+queueTable(t), err)
+		}
+		fences = fences[n:]
+	}
+	return total, nil
+}
