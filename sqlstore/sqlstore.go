@@ -151,6 +151,9 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// maxPrepared caps the prepared statement cache.
+const maxPrepared = 256
+
 // stmt returns a cached prepared statement for query, or nil where the
 // dialect does not prepare.
 func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -159,9 +162,15 @@ func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	s.mu.Lock()
 	st, ok := s.stmts[query]
+	full := len(s.stmts) >= maxPrepared
 	s.mu.Unlock()
 	if ok {
 		return st, nil
+	}
+	if full {
+		// Batched statements come in many shapes; past the cap they run
+		// unprepared rather than grow the cache without bound.
+		return nil, nil
 	}
 	st, err := s.db.PrepareContext(ctx, query)
 	if err != nil {
