@@ -168,6 +168,12 @@ func demoData(now time.Time) []seed.Spec {
 		{NamePrefix: "email-recent", Queues: 10, TasksPerQueue: 100, Expired: 1, IdleAge: time.Hour, Now: now},
 		{NamePrefix: "reports-empty", Queues: 5, TasksPerQueue: 0, IdleAge: 100 * time.Hour, Now: now},
 		{NamePrefix: "orders-workflows", TaskType: wire.TaskTypeWorkflow, Queues: 10, TasksPerQueue: 50, NoExpiry: 1, IdleAge: 72 * time.Hour, Now: now},
+		// Priority levels: tasks in subqueues 1 and 2, which Temporal's
+		// scavenger never visits.
+		{NamePrefix: "payments-priority", Queues: 5, Subqueues: 3, TasksPerQueue: 80, Expired: 1, IdleAge: 80 * time.Hour, Now: now},
+		// Fairness tables (task_queues_v2 / tasks_v2), also never visited
+		// by Temporal's scavenger.
+		{Table: store.V2, NamePrefix: "fair-activities", Queues: 8, Subqueues: 2, TasksPerQueue: 100, Expired: 0.5, NoExpiry: 0.3, IdleAge: 72 * time.Hour, Now: now},
 	}
 }
 
