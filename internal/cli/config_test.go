@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // clearEnv unsets every TQSCAVENGER_ variable for the test.
@@ -138,6 +140,7 @@ run:
 
 // TestRunReadsConfigFile: run takes --config with the same precedence.
 func TestRunReadsConfigFile(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	clearEnv(t)
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	if code := Main([]string{"seed", "--db", path, "--queues", "3", "--tasks", "10", "--expired", "1", "--no-expiry", "0"}, io.Discard, io.Discard); code != 0 {
@@ -173,6 +176,7 @@ func TestRunReadsConfigFile(t *testing.T) {
 // TestConfigCommand: config prints the effective settings with their
 // sources and the password masked, as a file that reads back the same.
 func TestConfigCommand(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	clearEnv(t)
 	file := writeFile(t, "db: postgres://tq:s3cret@db:5432/temporal\nworkers: 4\nserve:\n  every: 6h\n")
 	t.Setenv("TQSCAVENGER_WORKERS", "6")

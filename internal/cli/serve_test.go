@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/tqscavenger/tqscavenger/daemon"
 	"github.com/tqscavenger/tqscavenger/internal/cli"
 	"github.com/tqscavenger/tqscavenger/internal/testdb"
@@ -393,6 +395,7 @@ func TestServeMasksPassword(t *testing.T) {
 }
 
 func TestServeUsageErrors(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, args := range [][]string{
 		{"serve"}, // no database
 		{"serve", "--db", filepath.Join(t.TempDir(), "missing.db")},
