@@ -109,6 +109,13 @@ type Config struct {
 	// a QueueGlob skips the orphan scan.
 	QueueGlob string
 
+	// MaxDeletesPerSecond caps the rows (tasks and queue rows) deleted
+	// per second, averaged over a second; 0 means unlimited, as Temporal.
+	MaxDeletesPerSecond float64
+	// MaxStatementsPerSecond caps the store calls (each one statement,
+	// or a few for batched forms) per second; 0 means unlimited.
+	MaxStatementsPerSecond float64
+
 	// The opt-in rules of the default mode. CompatTemporal ignores them.
 
 	// PastLiveHead deletes expired tasks behind a live one. Safe: expiry
@@ -200,6 +207,9 @@ func (c Config) Validate() error {
 	case CompatNone, CompatTemporal:
 	default:
 		return fmt.Errorf("unknown compat mode %q: use \"temporal\" or leave it empty", c.Compat)
+	}
+	if c.MaxDeletesPerSecond < 0 || c.MaxStatementsPerSecond < 0 {
+		return fmt.Errorf("rate limits must not be negative")
 	}
 	if c.RetryMax > 0 && c.RetryInitial > c.RetryMax {
 		return fmt.Errorf("retry initial backoff %s exceeds the maximum %s", c.RetryInitial, c.RetryMax)

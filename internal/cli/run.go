@@ -37,6 +37,8 @@ type scavengeFlags struct {
 	stmtTO   time.Duration
 	maxConns int
 
+	maxDeletes, maxStatements float64
+
 	pastLiveHead  bool
 	belowAckLevel bool
 	orphans       string
@@ -66,10 +68,10 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
 	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
 	fs.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
-	fs.IntVar(&f.workers, "workers", 0, "queues processed at once (default 32)")
-	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement (default 32)")
-	fs.IntVar(&f.batch, "task-batch-size", 0, "tasks read per statement (default 16)")
-	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a queue job examines before yielding its worker (default 256)")
+	fs.IntVar(&f.workers, "workers", 0, "jobs run at once (default 4; 32 with --compat=temporal)")
+	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement (default 256; 32 with --compat=temporal)")
+	fs.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it (default 1000; 16 with --compat=temporal)")
+	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker (default 20000; 256 with --compat=temporal)")
 	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass (default 10000)")
 	fs.DurationVar(&f.grace, "grace", 0, "idle time before an empty queue may be deleted (default 48h)")
 	fs.DurationVar(&f.retryMin, "retry-initial", 0, "first backoff after a transient error (default 250ms)")
@@ -78,6 +80,8 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
 	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
 	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default 8; SQLite uses one)")
+	fs.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
+	fs.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
 	fs.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
 	fs.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
 	fs.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
@@ -139,6 +143,10 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		return c, usagef("--tables %q: use v1, v2 or all", f.tables)
 	}
 	c.PastLiveHead, c.BelowAckLevel, c.QueueGlob = f.pastLiveHead, f.belowAckLevel, f.queueGlob
+	if f.maxDeletes < 0 || f.maxStatements < 0 {
+		return c, usagef("--max-deletes-per-second and --max-statements-per-second must not be negative")
+	}
+	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
 	switch scavenger.OrphanPolicy(f.orphans) {
 	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
 		c.Orphans = scavenger.OrphanPolicy(f.orphans)
