@@ -54,6 +54,7 @@ func commands() []command {
 		{"demo", "create a demo SQLite database, scavenge it, show before and after", demoCmd},
 		{"seed", "write synthetic Temporal-format queues and tasks", seedCmd},
 		{"schema", "schema setup | schema check: create or inspect Temporal's task tables", schemaCmd},
+		{"bench", "time passes against Temporal's settings and the raw bound on seeded databases", benchCmd},
 		{"serve", "run passes on a schedule, with /metrics, a status page and health checks", serveCmd},
 		{"config", "print the configuration serve would run with, and where each value came from", configCmd},
 	}

@@ -1,0 +1,132 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/bench"
+	"github.com/tqscavenger/tqscavenger/internal/cli"
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+)
+
+// childVar makes the test binary act as the tqscavenger command, so that
+// the benchmark can run its passes as children without building it.
+const childVar = "TQS_BENCH_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childVar) == "1" {
+		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// logWriter sends the benchmark's progress lines to the test log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// smoke runs every case on engine e at a tiny scale and checks what each
+// pass left, never how long it took.
+func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Engines = []sqlstore.Engine{e}
+	o.Binary = exe
+	o.Env = append(os.Environ(), childVar+"=1")
+	o.Dir = t.TempDir()
+	o.Log = logWriter{t}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	for _, markdown := range []bool{false, true} {
+		var out bytes.Buffer
+		bench.Print(&out, rep, markdown)
+		t.Logf("\n%s", out.String())
+		if !strings.Contains(out.String(), "÷raw") || strings.Contains(out.String(), "WARNING") {
+			t.Errorf("table without a ratio to the raw bound, or with a warning")
+		}
+	}
+	cases := len(o.Cases)
+	if cases == 0 {
+		cases = len(bench.Cases())
+	}
+	if len(rep.Engines) != 1 || len(rep.Engines[0].Cases) != cases {
+		t.Fatalf("report has %d engines, want 1 with %d cases", len(rep.Engines), cases)
+	}
+	for _, cr := range rep.Engines[0].Cases {
+		c := cr.Case
+		if cr.Err != nil || len(cr.Warnings) > 0 {
+			t.Errorf("%s: err %v, warnings %q", c.Name, cr.Err, cr.Warnings)
+		}
+		want := map[bench.Pass]bench.Rows{bench.PassDefault: {}, bench.PassTemporal: {}, bench.PassRaw: {}}
+		if c.Name == "live-head" {
+			// One live task at the head of each queue, half the tasks
+			// expired behind it, the rest live.
+			all := bench.Rows{Tasks: c.Tasks(), Queues: int64(c.Queues)}
+			live := bench.Rows{Tasks: c.Tasks() - int64(c.Queues*c.TasksPerQueue/2), Queues: int64(c.Queues)}
+			want = map[bench.Pass]bench.Rows{bench.PassDefault: all, bench.PassTemporal: all, bench.PassPastLiveHead: live, bench.PassRaw: live}
+		}
+		if len(cr.Passes) != len(want) {
+			t.Errorf("%s: %d passes, want %d", c.Name, len(cr.Passes), len(want))
+		}
+		for _, p := range cr.Passes {
+			w, ok := want[p.Pass]
+			switch {
+			case !ok:
+				t.Errorf("%s: unexpected pass %s", c.Name, p.Pass)
+			case p.Err != nil:
+				t.Errorf("%s %s: %v", c.Name, p.Pass, p.Err)
+			case p.Left != w:
+				t.Errorf("%s %s left %+v, want %+v", c.Name, p.Pass, p.Left, w)
+			case p.Deleted.Tasks+p.Left.Tasks != c.Tasks() || p.Deleted.Queues+p.Left.Queues != int64(c.Queues):
+				t.Errorf("%s %s reported deleting %+v, leaving %+v of %d tasks and %d queues", c.Name, p.Pass, p.Deleted, p.Left, c.Tasks(), c.Queues)
+			case p.Statements <= 0 || p.Wall <= 0:
+				t.Errorf("%s %s: %d statements in %s", c.Name, p.Pass, p.Statements, p.Wall)
+			case runtime.GOOS == "linux" && p.MaxRSS <= 0:
+				t.Errorf("%s %s: no peak RSS", c.Name, p.Pass)
+			}
+		}
+		if (c.Name == "many-queues" || c.Name == "idle-queues") && (cr.Listing == nil || cr.Listing.Pages == 0) {
+			t.Errorf("%s: no listing measurement", c.Name)
+		}
+	}
+}
+
+// TestSmoke runs the whole benchmark on SQLite at 1/1000 of its size:
+// seconds, not minutes.
+func TestSmoke(t *testing.T) {
+	smoke(t, sqlstore.SQLite, bench.Options{Scale: 1000})
+}
+
+// TestSmokeServers runs the live-head case on PostgreSQL and MariaDB,
+// whose database copies work differently, when their test servers are
+// configured. One case keeps it short under the race detector, where
+// every child takes a second to start.
+func TestSmokeServers(t *testing.T) {
+	for _, e := range []sqlstore.Engine{sqlstore.Postgres, sqlstore.MySQL} {
+		t.Run(string(e), func(t *testing.T) {
+			dsn := os.Getenv(testdb.EnvVar(e))
+			if dsn == "" {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("CI=true: set %s", testdb.EnvVar(e))
+				}
+				t.Skipf("set %s to run the benchmark on %s", testdb.EnvVar(e), e)
+			}
+			smoke(t, e, bench.Options{Scale: 1000, Cases: []string{"live-head"}, Postgres: dsn, MySQL: dsn})
+		})
+	}
+}

@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Print writes the report as a table per engine: plain text aligned in
+// columns, or Markdown (for docs/benchmarks.md).
+func Print(w io.Writer, rep *Report, markdown bool) {
+	scale := "full size"
+	if rep.Scale > 1 {
+		scale = fmt.Sprintf("sizes divided by %d", rep.Scale)
+	}
+	for i, er := range rep.Engines {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if markdown {
+			fmt.Fprintf(w, "### %s (%s)\n\n", er.Engine, scale)
+		} else {
+			fmt.Fprintf(w, "== %s (%s) ==\n", er.Engine, scale)
+		}
+		if er.Err != nil {
+			fmt.Fprintf(w, "not measured: %v\n", er.Err)
+			continue
+		}
+		printTable(w, er, markdown)
+		printNotes(w, er, markdown)
+	}
+}
+
+var columns = []string{"case", "size", "pass", "time", "rows/s", "deleted (tasks + queues)", "statements", "peak RSS", "ratio"}
+
+func printTable(w io.Writer, er EngineReport, markdown bool) {
+	var rows [][]string
+	for _, cr := range er.Cases {
+		first := true
+		for _, p := range cr.Passes {
+			name, size := "", ""
+			if first {
+				name, size = cr.Case.Name, cr.Case.Size()
+				first = false
+			}
+			if p.Err != nil {
+				rows = append(rows, []string{name, size, string(p.Pass), "failed", "", "", "", "", ""})
+				continue
+			}
+			rate := "—"
+			if p.Deleted.Tasks+p.Deleted.Queues > 0 {
+				rate = count64(int64(p.Rate() + 0.5))
+			}
+			rows = append(rows, []string{name, size, string(p.Pass), round(p.Wall).String(), rate,
+				thousands(p.Deleted.Tasks) + " + " + thousands(p.Deleted.Queues), thousands(p.Statements),
+				fmt.Sprintf("%.1f MB", mb(p.MaxRSS)), ratio(&cr, p.Pass)})
+		}
+		if len(cr.Passes) == 0 {
+			rows = append(rows, []string{cr.Case.Name, cr.Case.Size(), "", "failed", "", "", "", "", ""})
+		}
+	}
+	if markdown {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(columns, " | "))
+		fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(columns)))
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		}
+		fmt.Fprintln(w)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(columns, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+// ratio is the comparison the issue asks for on a pass's row:
+// temporal÷default, default÷raw, and past-live-head÷raw where the
+// default stops at a live head.
+func ratio(cr *CaseReport, p Pass) string {
+	f := func(label string, a, b Pass) string {
+		x, y := cr.find(a), cr.find(b)
+		if x == nil || y == nil || y.Wall <= 0 {
+			return ""
+		}
+		return fmt.Sprintf("%s %.2f", label, x.Wall.Seconds()/y.Wall.Seconds())
+	}
+	switch p {
+	case PassTemporal:
+		return f("temporal÷default", PassTemporal, PassDefault)
+	case PassDefault:
+		if cr.Case.PastLiveHead {
+			return "stops at the live head, as Temporal"
+		}
+		return f("default÷raw", PassDefault, PassRaw)
+	case PassPastLiveHead:
+		return f("past-live-head÷raw", PassPastLiveHead, PassRaw)
+	}
+	return ""
+}
+
+func printNotes(w io.Writer, er EngineReport, markdown bool) {
+	bullet := ""
+	if markdown {
+		bullet = "- "
+	}
+	for _, cr := range er.Cases {
+		if l := cr.Listing; l != nil {
+			r := "n/a (too few pages)"
+			if l.Ratio() > 0 {
+				r = fmt.Sprintf("%.2f", l.Ratio())
+			}
+			fmt.Fprintf(w, "%slisting cost per page flat, %s: last 10%% ÷ first 10%% = %s (median page %s → %s; %d pages of %d, %s in all)\n",
+				bullet, cr.Case.Name, r, roundFine(l.First), roundFine(l.Last), l.Pages, l.PageSize, round(l.Total))
+		}
+	}
+	var setup []string
+	for _, cr := range er.Cases {
+		if cr.Seed > 0 {
+			setup = append(setup, fmt.Sprintf("%s seeded in %s, a copy took %s", cr.Case.Name, round(cr.Seed), round(cr.Copy)))
+		}
+	}
+	if len(setup) > 0 {
+		fmt.Fprintf(w, "%ssetup (not measured): %s\n", bullet, strings.Join(setup, "; "))
+	}
+	for _, cr := range er.Cases {
+		for _, ws := range cr.Warnings {
+			fmt.Fprintf(w, "%sWARNING %s: %s\n", bullet, cr.Case.Name, ws)
+		}
+		for _, p := range cr.Passes {
+			if p.Err != nil {
+				fmt.Fprintf(w, "%sFAILED %s %s: %v\n", bullet, cr.Case.Name, p.Pass, p.Err)
+			}
+		}
+		if cr.Err != nil {
+			fmt.Fprintf(w, "%sFAILED %s: %v\n", bullet, cr.Case.Name, cr.Err)
+		}
+	}
+}
+
+// count formats a size: 1000 as 1k, 1000000 as 1M, others as they are.
+func count(n int) string { return count64(int64(n)) }
+
+func count64(n int64) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.FormatInt(n/1_000_000, 10) + "M"
+	case n >= 1000 && n%1000 == 0:
+		return strconv.FormatInt(n/1000, 10) + "k"
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 2, 64) + "M"
+	case n >= 10_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 0, 64) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// thousands formats n with commas: 1,000,000.
+func thousands(n int64) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// round keeps about three significant digits of a duration.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= 100*time.Second:
+		return d.Round(time.Second)
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond)
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// roundFine is round for durations well under a millisecond.
+func roundFine(d time.Duration) time.Duration {
+	if d >= 10*time.Millisecond {
+		return round(d)
+	}
+	return d.Round(time.Microsecond)
+}
+
+func mb(bytes int64) float64 { return float64(bytes) / (1 << 20) }

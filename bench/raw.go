@@ -1,0 +1,381 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+// Defaults of RawConfig.
+const (
+	DefaultRawPageSize  = 10_000
+	DefaultRawBatchSize = 1000
+	// maxSpans caps the key ranges OR'ed into one delete, so that a
+	// statement stays cheap to plan when live rows break the runs up.
+	maxSpans = 100
+)
+
+// RawConfig configures Raw.
+type RawConfig struct {
+	// Now decides expiry and idleness. Default time.Now().
+	Now time.Time
+	// Grace is how long a queue must have been idle to be deleted when
+	// empty. Default 48h, as the scavenger.
+	Grace time.Duration
+	// PageSize is how many rows one read returns; BatchSize how many rows
+	// one delete removes at most. Defaults DefaultRawPageSize and
+	// DefaultRawBatchSize.
+	PageSize, BatchSize int
+}
+
+// RawStats are the counts of a raw pass, with the JSON names of `run
+// --stats-json`.
+type RawStats struct {
+	Statements     int64         `json:"statements"`
+	TasksProcessed int64         `json:"tasks_processed"`
+	TasksDeleted   int64         `json:"tasks_deleted"`
+	QueuesListed   int64         `json:"queues_listed"`
+	QueuesDeleted  int64         `json:"queues_deleted"`
+	Elapsed        time.Duration `json:"-"`
+	ElapsedSeconds float64       `json:"elapsed_seconds"`
+}
+
+// Raw is the raw bound: the least work any scavenger must do to delete
+// what tqscavenger's rules say must go from the v1 tables of db, with
+// every expired task deleted wherever it sits (as --past-live-head does).
+//
+// It reads the task table once in primary-key order, in pages of
+// PageSize rows, decoding only each blob's expiry. Consecutive expired
+// rows form key ranges, deleted with plain SQL, up to BatchSize rows per
+// statement: a range per run of expired tasks, which a B-tree deletes
+// without looking anything up. Then it reads the queue table the same way
+// and deletes, again by key range, the rows that are idle past the grace,
+// own no task left in any subqueue and do not claim tasks in the other
+// table version.
+//
+// It knows nothing a real scavenger could not know, but it does without
+// what one must do to be safe beside a running Temporal: it does not
+// fence queue deletes on range_id, re-check orphans or look at the v2
+// tables (the benchmark seeds v1 only), and it holds the keys of the
+// queues that keep tasks in memory.
+func Raw(ctx context.Context, db *sqlstore.DB, cfg RawConfig) (RawStats, error) {
+	if cfg.Now.IsZero() {
+		cfg.Now = time.Now()
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 48 * time.Hour
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = DefaultRawPageSize
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultRawBatchSize
+	}
+	start := time.Now()
+	p := &rawPass{db: db.SQL(), engine: db.Engine(), cfg: cfg, nonEmpty: map[string]struct{}{}}
+	err := p.tasks(ctx)
+	if err == nil {
+		err = p.queues(ctx)
+	}
+	p.st.Elapsed = time.Since(start)
+	p.st.ElapsedSeconds = p.st.Elapsed.Seconds()
+	return p.st, err
+}
+
+type rawPass struct {
+	db     *sql.DB
+	engine sqlstore.Engine
+	cfg    RawConfig
+	st     RawStats
+	// nonEmpty holds the ids of queue rows that keep a task.
+	nonEmpty map[string]struct{}
+}
+
+// rowKey is a primary key: (range_hash, task_queue_id), and task_id for
+// a task.
+type rowKey struct {
+	rangeHash int64
+	id        []byte
+	taskID    int64
+}
+
+// keyed is a row read, and whether it goes.
+type keyed struct {
+	key  rowKey
+	gone bool
+}
+
+var (
+	taskCols  = []string{"range_hash", "task_queue_id", "task_id"}
+	queueCols = []string{"range_hash", "task_queue_id"}
+)
+
+// tasks reads the task table and deletes the expired tasks.
+func (p *rawPass) tasks(ctx context.Context) error {
+	del := &spans{p: p, table: "tasks", cols: taskCols}
+	var (
+		after   *rowKey
+		lastEnc []byte
+		encStr  string
+		lastID  []byte
+	)
+	page := make([]keyed, 0, p.cfg.PageSize)
+	for {
+		page = page[:0]
+		b := p.sql().w("SELECT range_hash, task_queue_id, task_id, data_encoding, data FROM tasks")
+		if after != nil {
+			b.w(" WHERE ").cmp(taskCols, after.vals(taskCols), ">")
+		}
+		b.w(" ORDER BY range_hash, task_queue_id, task_id LIMIT " + strconv.Itoa(p.cfg.PageSize))
+		err := p.query(ctx, b, func(rows *sql.Rows) error {
+			var (
+				k         rowKey
+				enc, data sql.RawBytes
+			)
+			if err := rows.Scan(&k.rangeHash, &k.id, &k.taskID, &enc, &data); err != nil {
+				return err
+			}
+			if !bytes.Equal(enc, lastEnc) {
+				lastEnc, encStr = append(lastEnc[:0], enc...), string(enc)
+			}
+			p.st.TasksProcessed++
+			t, err := wire.DecodeTaskTimes(encStr, data)
+			gone := err == nil && wire.Expired(t.ExpiryTime, p.cfg.Now)
+			if !gone && !bytes.Equal(k.id, lastID) {
+				// A task stays: the queue owning this (sub)queue is not
+				// empty. Which row owns it is ambiguous for some names;
+				// keep every candidate.
+				for _, c := range wire.CandidateParents(k.id) {
+					p.nonEmpty[string(c.QueueID)] = struct{}{}
+				}
+				lastID = k.id
+			}
+			page = append(page, keyed{key: k, gone: gone})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("raw: read tasks: %w", err)
+		}
+		// The deletes wait for the read to finish: SQLite has one
+		// connection, and deleting behind the keyset cursor does not move it.
+		for _, r := range page {
+			if err := del.add(ctx, r); err != nil {
+				return err
+			}
+		}
+		if len(page) < p.cfg.PageSize {
+			break
+		}
+		after = &page[len(page)-1].key
+	}
+	err := del.flush(ctx)
+	p.st.TasksDeleted = del.deleted
+	return err
+}
+
+// queues reads the queue table and deletes the queue rows that are idle
+// and empty.
+func (p *rawPass) queues(ctx context.Context) error {
+	del := &spans{p: p, table: "task_queues", cols: queueCols}
+	var after *rowKey
+	page := make([]keyed, 0, p.cfg.PageSize)
+	for {
+		page = page[:0]
+		b := p.sql().w("SELECT range_hash, task_queue_id, data_encoding, data FROM task_queues")
+		if after != nil {
+			b.w(" WHERE ").cmp(queueCols, after.vals(queueCols), ">")
+		}
+		b.w(" ORDER BY range_hash, task_queue_id LIMIT " + strconv.Itoa(p.cfg.PageSize))
+		err := p.query(ctx, b, func(rows *sql.Rows) error {
+			var (
+				k    rowKey
+				enc  string
+				data sql.RawBytes
+			)
+			if err := rows.Scan(&k.rangeHash, &k.id, &enc, &data); err != nil {
+				return err
+			}
+			p.st.QueuesListed++
+			info, err := wire.DecodeTaskQueueInfo(enc, data)
+			_, kept := p.nonEmpty[string(k.id)]
+			gone := err == nil && !kept && !info.OtherHasTasks && p.cfg.Now.Sub(info.LastUpdateTime) >= p.cfg.Grace
+			page = append(page, keyed{key: k, gone: gone})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("raw: read queues: %w", err)
+		}
+		for _, r := range page {
+			if err := del.add(ctx, r); err != nil {
+				return err
+			}
+		}
+		if len(page) < p.cfg.PageSize {
+			break
+		}
+		after = &page[len(page)-1].key
+	}
+	err := del.flush(ctx)
+	p.st.QueuesDeleted = del.deleted
+	return err
+}
+
+// query runs a read and calls f for each row.
+func (p *rawPass) query(ctx context.Context, b *sqlBuf, f func(*sql.Rows) error) error {
+	p.st.Statements++
+	rows, err := p.db.QueryContext(ctx, b.String(), b.args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (p *rawPass) sql() *sqlBuf { return &sqlBuf{engine: p.engine} }
+
+// vals returns the key's values for cols.
+func (k rowKey) vals(cols []string) []any {
+	v := []any{k.rangeHash, k.id, k.taskID}
+	return v[:len(cols)]
+}
+
+// span is a run of consecutive rows in key order that all go.
+type span struct{ lo, hi rowKey }
+
+// spans gathers the runs of rows that go and deletes them, up to
+// BatchSize rows and maxSpans runs per statement.
+type spans struct {
+	p       *rawPass
+	table   string
+	cols    []string
+	runs    []span
+	open    bool // the last run may grow
+	rows    int
+	deleted int64
+}
+
+// add takes the next row in key order.
+func (s *spans) add(ctx context.Context, r keyed) error {
+	if !r.gone {
+		s.open = false
+		if len(s.runs) >= maxSpans {
+			return s.flush(ctx)
+		}
+		return nil
+	}
+	if s.open {
+		s.runs[len(s.runs)-1].hi = r.key
+	} else {
+		s.runs = append(s.runs, span{lo: r.key, hi: r.key})
+		s.open = true
+	}
+	s.rows++
+	if s.rows >= s.p.cfg.BatchSize {
+		return s.flush(ctx)
+	}
+	return nil
+}
+
+// flush deletes the gathered runs in one statement.
+func (s *spans) flush(ctx context.Context) error {
+	if len(s.runs) == 0 {
+		return nil
+	}
+	b := s.p.sql().w("DELETE FROM " + s.table + " WHERE ")
+	for i, r := range s.runs {
+		if i > 0 {
+			b.w(" OR ")
+		}
+		b.w("(")
+		sameQueue := r.lo.rangeHash == r.hi.rangeHash && bytes.Equal(r.lo.id, r.hi.id)
+		switch {
+		case sameQueue && len(s.cols) == 2:
+			b.w("range_hash = ").p(r.lo.rangeHash).w(" AND task_queue_id = ").p(r.lo.id)
+		case sameQueue && r.lo.taskID == r.hi.taskID:
+			b.w("range_hash = ").p(r.lo.rangeHash).w(" AND task_queue_id = ").p(r.lo.id).w(" AND task_id = ").p(r.lo.taskID)
+		case sameQueue:
+			b.w("range_hash = ").p(r.lo.rangeHash).w(" AND task_queue_id = ").p(r.lo.id).
+				w(" AND task_id >= ").p(r.lo.taskID).w(" AND task_id <= ").p(r.hi.taskID)
+		default:
+			b.cmp(s.cols, r.lo.vals(s.cols), ">=").w(" AND ").cmp(s.cols, r.hi.vals(s.cols), "<=")
+		}
+		b.w(")")
+	}
+	s.runs, s.open, s.rows = s.runs[:0], false, 0
+	s.p.st.Statements++
+	res, err := s.p.db.ExecContext(ctx, b.String(), b.args...)
+	if err != nil {
+		return fmt.Errorf("raw: delete from %s: %w", s.table, err)
+	}
+	n, err := res.RowsAffected()
+	s.deleted += n
+	return err
+}
+
+// sqlBuf builds a statement and its arguments for one engine.
+type sqlBuf struct {
+	engine sqlstore.Engine
+	b      strings.Builder
+	args   []any
+}
+
+func (s *sqlBuf) String() string { return s.b.String() }
+
+func (s *sqlBuf) w(str string) *sqlBuf {
+	s.b.WriteString(str)
+	return s
+}
+
+// p writes a placeholder for v.
+func (s *sqlBuf) p(v any) *sqlBuf {
+	s.args = append(s.args, v)
+	if s.engine == sqlstore.Postgres {
+		s.b.WriteString("$" + strconv.Itoa(len(s.args)))
+	} else {
+		s.b.WriteByte('?')
+	}
+	return s
+}
+
+// cmp writes (cols) op (vals) for op >, >= or <=: a row comparison where
+// the engine turns one into an index range (SQLite, PostgreSQL), spelled
+// out column by column on MySQL, whose range optimizer does not take row
+// comparisons.
+func (s *sqlBuf) cmp(cols []string, vals []any, op string) *sqlBuf {
+	if s.engine != sqlstore.MySQL {
+		s.w("(" + strings.Join(cols, ", ") + ") " + op + " (")
+		for i, v := range vals {
+			if i > 0 {
+				s.w(", ")
+			}
+			s.p(v)
+		}
+		return s.w(")")
+	}
+	strict := op[:1]
+	var expand func(i int)
+	expand = func(i int) {
+		if i == len(cols)-1 {
+			s.w(cols[i] + " " + op + " ").p(vals[i])
+			return
+		}
+		s.w("(" + cols[i] + " " + strict + " ").p(vals[i]).w(" OR (" + cols[i] + " = ").p(vals[i]).w(" AND ")
+		expand(i + 1)
+		s.w("))")
+	}
+	s.w("(")
+	expand(0)
+	return s.w(")")
+}

@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/seed"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+// namePrefix names the seeded queues bench-0, bench-1, …
+const namePrefix = "bench"
+
+// The kinds of seeded task, as in package seed.
+const (
+	kindExpired = iota
+	kindNoExpiry
+	kindFuture
+)
+
+// kinds returns the kind of each task of one queue, in task id order, the
+// way package seed lays them out for c's shares and layout.
+func kinds(c Case) []uint8 {
+	n := c.TasksPerQueue
+	ne := int(float64(n)*c.Expired + 0.5)
+	nn := min(int(float64(n)*c.NoExpiry+0.5), n-ne)
+	ks := make([]uint8, 0, n)
+	if c.Layout == seed.LiveFirst && nn > 0 {
+		ks = append(ks, kindNoExpiry)
+		nn--
+	}
+	for range ne {
+		ks = append(ks, kindExpired)
+	}
+	for range nn {
+		ks = append(ks, kindNoExpiry)
+	}
+	for len(ks) < n {
+		ks = append(ks, kindFuture)
+	}
+	return ks
+}
+
+// Rows per INSERT statement and per transaction. Big transactions of big
+// statements are what makes seeding a million rows take seconds.
+const (
+	insertRows = 1000
+	txRows     = 50_000
+)
+
+// seedDatabase writes c's queues and tasks into the empty task tables of
+// dsn, in the same format as package seed (queue names bench-N), with
+// multi-row INSERTs in large transactions instead of seed.Write's fenced
+// appends.
+//
+// Rows go in primary-key order, queue by queue, which is what B-trees
+// load fastest. Only the queues' (range_hash, index) pairs are held in
+// memory, not their rows.
+func seedDatabase(ctx context.Context, dsn string, c Case, now time.Time) error {
+	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Create: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	w := &seedWriter{db: db.SQL(), engine: db.Engine()}
+	w.queues = w.inserter("task_queues", "range_hash", "task_queue_id", "range_id", "data", "data_encoding")
+	w.tasks = w.inserter("tasks", "range_hash", "task_queue_id", "task_id", "data", "data_encoding")
+
+	ns := seed.DefaultNamespace
+	nsText := ns.String()
+	ks := kinds(c)
+	rangeID := int64(1 + c.TasksPerQueue/100000)
+	created := now.Add(-idleAge - time.Hour)
+	expiry := [3]time.Time{kindExpired: now.Add(-idleAge - time.Minute), kindFuture: now.Add(time.Hour)}
+	qinfo := wire.TaskQueueInfo{
+		NamespaceID:    nsText,
+		TaskType:       wire.TaskTypeActivity,
+		Kind:           wire.KindNormal,
+		LastUpdateTime: now.Add(-idleAge),
+		Subqueues:      []wire.SubqueueInfo{{Priority: 3}},
+	}
+	for _, q := range queueOrder(c.Queues) {
+		name := namePrefix + "-" + strconv.Itoa(int(q.index))
+		id := wire.QueueID(ns, name, wire.TaskTypeActivity, 0)
+		rh := int64(q.rangeHash)
+		qinfo.Name = name
+		if err := w.add(ctx, w.queues, rh, id, rangeID, wire.EncodeTaskQueueInfo(qinfo), wire.EncodingProto3); err != nil {
+			return err
+		}
+		for i, k := range ks {
+			t := wire.AllocatedTaskInfo{
+				TaskID: int64(i + 1),
+				Data: wire.TaskInfo{
+					NamespaceID:      nsText,
+					WorkflowID:       "wf-" + name + "-" + strconv.Itoa(i),
+					RunID:            "run-0",
+					ScheduledEventID: 5,
+					CreateTime:       created,
+					ExpiryTime:       expiry[k],
+				},
+			}
+			if err := w.add(ctx, w.tasks, rh, id, t.TaskID, wire.EncodeAllocatedTaskInfo(t), wire.EncodingProto3); err != nil {
+				return err
+			}
+		}
+	}
+	return w.finish(ctx)
+}
+
+// queueRef is a queue by its index in the case, with its range_hash.
+type queueRef struct {
+	rangeHash, index uint32
+}
+
+// queueOrder returns the queues 0..n-1 in primary-key order: by
+// range_hash, then by task_queue_id for the rare equal hashes.
+func queueOrder(n int) []queueRef {
+	ns := seed.DefaultNamespace
+	id := func(i uint32) []byte {
+		return wire.QueueID(ns, namePrefix+"-"+strconv.Itoa(int(i)), wire.TaskTypeActivity, 0)
+	}
+	refs := make([]queueRef, n)
+	for i := range refs {
+		refs[i] = queueRef{rangeHash: wire.RangeHash(id(uint32(i))), index: uint32(i)}
+	}
+	slices.SortFunc(refs, func(a, b queueRef) int {
+		if a.rangeHash != b.rangeHash {
+			if a.rangeHash < b.rangeHash {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(id(a.index), id(b.index))
+	})
+	return refs
+}
+
+// seedWriter batches rows of two tables into multi-row INSERTs inside
+// transactions of about txRows rows.
+type seedWriter struct {
+	db            *sql.DB
+	engine        sqlstore.Engine
+	tx            *sql.Tx
+	inTx          int
+	queues, tasks *inserter
+}
+
+// inserter buffers the rows of one table.
+type inserter struct {
+	table string
+	cols  []string
+	args  []any
+	full  string // the statement for a full batch, built once
+}
+
+func (w *seedWriter) inserter(table string, cols ...string) *inserter {
+	in := &inserter{table: table, cols: cols, args: make([]any, 0, insertRows*len(cols))}
+	in.full = w.insertSQL(in, insertRows)
+	return in
+}
+
+// insertSQL is INSERT INTO table (cols) VALUES (…), … for rows rows.
+func (w *seedWriter) insertSQL(in *inserter, rows int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + in.table + " (" + strings.Join(in.cols, ", ") + ") VALUES ")
+	n := 0
+	for r := range rows {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range in.cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			n++
+			if w.engine == sqlstore.Postgres {
+				b.WriteString("$" + strconv.Itoa(n))
+			} else {
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+func (w *seedWriter) add(ctx context.Context, in *inserter, vals ...any) error {
+	in.args = append(in.args, vals...)
+	if len(in.args) < insertRows*len(in.cols) {
+		return nil
+	}
+	return w.flush(ctx, in)
+}
+
+// flush writes the buffered rows of in, and commits once the transaction
+// holds enough rows.
+func (w *seedWriter) flush(ctx context.Context, in *inserter) error {
+	rows := len(in.args) / len(in.cols)
+	if rows == 0 {
+		return nil
+	}
+	if w.tx == nil {
+		tx, err := w.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("seed: begin: %w", err)
+		}
+		w.tx, w.inTx = tx, 0
+	}
+	q := in.full
+	if rows != insertRows {
+		q = w.insertSQL(in, rows)
+	}
+	if _, err := w.tx.ExecContext(ctx, q, in.args...); err != nil {
+		w.tx.Rollback()
+		w.tx = nil
+		return fmt.Errorf("seed: insert into %s: %w", in.table, err)
+	}
+	in.args = in.args[:0]
+	w.inTx += rows
+	if w.inTx >= txRows {
+		return w.commit()
+	}
+	return nil
+}
+
+func (w *seedWriter) commit() error {
+	if w.tx == nil {
+		return nil
+	}
+	err := w.tx.Commit()
+	w.tx = nil
+	if err != nil {
+		return fmt.Errorf("seed: commit: %w", err)
+	}
+	return nil
+}
+
+// finish writes what is buffered and commits.
+func (w *seedWriter) finish(ctx context.Context) error {
+	if err := w.flush(ctx, w.queues); err != nil {
+		return err
+	}
+	if err := w.flush(ctx, w.tasks); err != nil {
+		return err
+	}
+	return w.commit()
+}
