@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -46,15 +45,6 @@ type dialect struct {
 
 	// classify maps a driver error to the store's error kinds.
 	classify func(err error) error
-
-	// serverTimeout reports a driver error that is the server enforcing
-	// Options.StatementTimeout (MySQL's lock wait timeout, MariaDB's
-	// max_statement_time); nil where the client enforces it alone.
-	serverTimeout func(err error) bool
-
-	// clientDeadline turns Options.StatementTimeout into the client's own
-	// deadline; nil means the timeout itself.
-	clientDeadline func(timeout time.Duration) time.Duration
 }
 
 // deleteForm is a limited delete: either one statement, or (SQLite) a probe

@@ -3,12 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -30,22 +28,6 @@ var mysqlDialect = &dialect{
 	},
 	forUpdate: " FOR UPDATE",
 	classify:  classifyMySQL,
-	serverTimeout: func(err error) bool {
-		var me *mysql.MySQLError
-		// Lock wait timeout; MariaDB's max_statement_time; MySQL's
-		// max_execution_time.
-		return errors.As(err, &me) && (me.Number == 1205 || me.Number == 1969 || me.Number == 3024)
-	},
-	// The server aborts a statement after StatementTimeout (MariaDB) or a
-	// lock wait after whole seconds (MySQL); the client waits a second
-	// longer, so that a statement it calls timed out has been stopped.
-	clientDeadline: func(t time.Duration) time.Duration { return max(t, lockWaitSeconds(t)*time.Second) + time.Second },
-}
-
-// lockWaitSeconds is innodb_lock_wait_timeout for a statement timeout t:
-// whole seconds, at least one.
-func lockWaitSeconds(t time.Duration) time.Duration {
-	return max(1, (t+time.Second-1)/time.Second)
 }
 
 // mysqlConfig turns mysql://user:pass@host:port/db?k=v into the driver's
@@ -102,46 +84,20 @@ func openMySQL(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, d, redactErr(err, d))
 	}
-	if t := opts.StatementTimeout; t > 0 {
-		// The driver answers a canceled context by closing the connection;
-		// the server would go on with the statement. Bound it on the server:
-		// lock waits everywhere, and whole statements on MariaDB (the
-		// executable comment is MariaDB-only syntax; MySQL skips it).
-		conn = &sessionConnector{Connector: conn, setup: fmt.Sprintf(
-			"SET SESSION innodb_lock_wait_timeout = %d /*M!100101 , SESSION max_statement_time = %.6f */",
-			lockWaitSeconds(t), t.Seconds())}
-	}
-	db := sql.OpenDB(conn)
+	killer := sql.OpenDB(conn)
+	killer.SetMaxOpenConns(2)
+	killer.SetMaxIdleConns(1)
+	db := sql.OpenDB(&killConnector{Connector: conn, killer: killer})
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		killer.Close()
 		return nil, fmt.Errorf("%w: %s: %s%s", ErrUnavailable, d, redactErr(err, d), mysqlHint(err))
 	}
-	return newDB(db, mysqlDialect, d, opts), nil
-}
-
-// sessionConnector runs a statement on each new connection.
-type sessionConnector struct {
-	driver.Connector
-	setup string
-}
-
-func (c *sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ex, ok := conn.(driver.ExecerContext)
-	if !ok {
-		conn.Close()
-		return nil, fmt.Errorf("mysql driver connection %T cannot execute statements", conn)
-	}
-	if _, err := ex.ExecContext(ctx, c.setup, nil); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("session setup: %w", err)
-	}
-	return conn, nil
+	s := newDB(db, mysqlDialect, d, opts)
+	s.closers = append(s.closers, killer.Close)
+	return s, nil
 }
 
 func mysqlHint(err error) string {

@@ -36,12 +36,11 @@ type Options struct {
 	// statement that runs out of time fails with an error wrapping both
 	// store.ErrTransient and context.DeadlineExceeded.
 	//
-	// The bound is enforced on the server too, so that a statement
-	// reported as timed out does not take effect later (say, once a row
-	// lock it waited for is released): PostgreSQL gets a cancel request
-	// when the deadline passes; MySQL gets innodb_lock_wait_timeout and,
-	// on MariaDB, max_statement_time, with the client's own deadline a
-	// little later as a backstop for an unresponsive server.
+	// When a statement's context ends (this timeout or the caller's), the
+	// server is told to stop it (PostgreSQL: a cancel request; MySQL: KILL
+	// QUERY for writes), so that a write reported as failed does not take
+	// effect later, say once a row lock it waited for is released. If it
+	// finished first, the call reports its result.
 	StatementTimeout time.Duration
 
 	// BusyTimeout is how long SQLite waits for a lock held by another
@@ -190,15 +189,10 @@ func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// withTimeout applies the per-statement timeout, on the client side. Where
-// the server enforces the timeout itself (MySQL) the client's deadline is
-// later, so that the server's verdict arrives first.
+// withTimeout applies the per-statement timeout.
 func (s *DB) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if t := s.opts.StatementTimeout; t > 0 {
-		if s.d.clientDeadline != nil {
-			t = s.d.clientDeadline(t)
-		}
-		return context.WithTimeout(ctx, t)
+	if s.opts.StatementTimeout > 0 {
+		return context.WithTimeout(ctx, s.opts.StatementTimeout)
 	}
 	return ctx, func() {}
 }
@@ -247,10 +241,6 @@ func (s *DB) wrap(ctx context.Context, op string, err error) error {
 			return fmt.Errorf("%s: %w", op, ctxErr)
 		}
 		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout, mark(store.ErrTransient, ctxErr))
-	}
-	if s.opts.StatementTimeout > 0 && s.d.serverTimeout != nil && s.d.serverTimeout(err) {
-		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout,
-			&kindError{kinds: []error{store.ErrTransient, context.DeadlineExceeded}, err: err})
 	}
 	return fmt.Errorf("%s: %w", op, s.d.classify(err))
 }
