@@ -22,6 +22,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -30,6 +31,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,6 +156,13 @@ type Options struct {
 	Cases []string
 	// Scale divides every case's size (see Case.Scaled). Default 1.
 	Scale int
+	// Repeat runs each pass this many times, each on a fresh copy, and
+	// reports the run of median wall time. Default 1.
+	Repeat int
+	// PassTimeout stops a pass that runs longer (Temporal's settings on
+	// one queue of a million tasks can take an hour), which is then
+	// reported as taking more than PassTimeout. Default: no limit.
+	PassTimeout time.Duration
 
 	// Binary is the tqscavenger executable each pass runs as: `Binary run
 	// …` and `Binary bench raw …`. Required.
@@ -179,8 +188,9 @@ type Options struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	Scale   int
-	Engines []EngineReport
+	Scale, Repeat int
+	PassTimeout   time.Duration
+	Engines       []EngineReport
 }
 
 // EngineReport is what was measured on one engine.
@@ -229,7 +239,13 @@ type PassResult struct {
 	// task ids, to tell apart copies with the same counts.
 	Left      Rows
 	TaskIDSum int64
-	Err       error
+	// TimedOut: the pass was stopped after Options.PassTimeout. Wall is
+	// then the timeout, and Deleted what it had deleted by then.
+	TimedOut bool
+	// Runs is how many times the pass ran; the result is the run of
+	// median wall time.
+	Runs int
+	Err  error
 }
 
 // Rate is rows deleted (tasks and queues) per second of wall time.
@@ -267,6 +283,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.MySQL = DefaultMySQL
 	}
 	o.Scale = max(o.Scale, 1)
+	o.Repeat = max(o.Repeat, 1)
 	if o.Env == nil {
 		o.Env = childEnv(os.Environ())
 	}
@@ -286,7 +303,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Dir = dir
 	}
 	r := &runner{o: o, id: runID()}
-	rep := &Report{Scale: o.Scale}
+	rep := &Report{Scale: o.Scale, Repeat: o.Repeat, PassTimeout: o.PassTimeout}
 	var errs []error
 	for _, e := range o.Engines {
 		er := r.engine(ctx, e, cases)
@@ -427,40 +444,80 @@ func (r *runner) runCase(ctx context.Context, srv server, c Case) (cr CaseReport
 		r.logf("%s %s: listing %d pages of %d: median first 10%% %s, last 10%% %s", e, c.Name, l.Pages, l.PageSize, l.First, l.Last)
 	}
 
-	var copies time.Duration
+	var (
+		copies time.Duration
+		all    []PassResult // every run, for verify
+	)
 	for i, p := range c.passes() {
-		name := fmt.Sprintf("%s_p%d", base, i)
-		start := time.Now()
-		cdsn, err := srv.copy(ctx, seedName, name)
-		copies += time.Since(start)
-		if err != nil {
+		var runs []PassResult
+		for run := range r.o.Repeat {
+			name := fmt.Sprintf("%s_p%d", base, i)
+			start := time.Now()
+			cdsn, err := srv.copy(ctx, seedName, name)
+			copies += time.Since(start)
+			if err != nil {
+				r.drop(srv, name)
+				cr.Err = fmt.Errorf("copy for %s: %w", p, err)
+				return cr
+			}
+			res := r.runPass(ctx, p, cdsn, now)
+			if res.Err == nil && !res.TimedOut {
+				res.Left, res.TaskIDSum, res.Err = countRows(ctx, cdsn)
+			}
 			r.drop(srv, name)
-			cr.Err = fmt.Errorf("copy for %s: %w", p, err)
-			return cr
+			runs = append(runs, res)
+			r.logPass(e, c, p, run, res)
+			if ctx.Err() != nil {
+				cr.Err = ctx.Err()
+				return cr
+			}
+			if res.Err != nil || res.TimedOut {
+				break // a rerun would fail or time out the same way
+			}
 		}
-		res := r.runPass(ctx, c, p, cdsn, now)
-		if res.Err == nil {
-			res.Left, res.TaskIDSum, res.Err = countRows(ctx, cdsn)
-		}
-		r.drop(srv, name)
-		cr.Passes = append(cr.Passes, res)
-		if res.Err != nil {
-			r.logf("%s %s %s: %v", e, c.Name, p, res.Err)
-		} else {
-			r.logf("%s %s %s: %s, deleted %d tasks and %d queues, %d statements, peak RSS %.1f MB",
-				e, c.Name, p, round(res.Wall), res.Deleted.Tasks, res.Deleted.Queues, res.Statements, mb(res.MaxRSS))
-		}
-		if ctx.Err() != nil {
-			cr.Err = ctx.Err()
-			return cr
-		}
+		all = append(all, runs...)
+		cr.Passes = append(cr.Passes, medianRun(runs))
 	}
-	cr.Copy = copies / time.Duration(len(c.passes()))
-	cr.Warnings = verify(c, cr.Passes)
+	cr.Copy = copies / time.Duration(len(all))
+	cr.Warnings = verify(c, all)
 	for _, w := range cr.Warnings {
 		r.logf("%s %s: warning: %s", e, c.Name, w)
 	}
 	return cr
+}
+
+func (r *runner) logPass(e sqlstore.Engine, c Case, p Pass, run int, res PassResult) {
+	label := fmt.Sprintf("%s %s %s", e, c.Name, p)
+	if r.o.Repeat > 1 {
+		label += fmt.Sprintf(" (run %d of %d)", run+1, r.o.Repeat)
+	}
+	switch {
+	case res.Err != nil:
+		r.logf("%s: %v", label, res.Err)
+	case res.TimedOut:
+		r.logf("%s: stopped after %s, having deleted %d tasks and %d queues", label, r.o.PassTimeout, res.Deleted.Tasks, res.Deleted.Queues)
+	default:
+		r.logf("%s: %s, deleted %d tasks and %d queues, %d statements, peak RSS %.1f MB",
+			label, round(res.Wall), res.Deleted.Tasks, res.Deleted.Queues, res.Statements, mb(res.MaxRSS))
+	}
+}
+
+// medianRun returns the run of median wall time (the faster of the middle
+// two for an even count), with Runs set.
+func medianRun(runs []PassResult) PassResult {
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b PassResult) int {
+		if (a.Err != nil) != (b.Err != nil) { // failures last
+			if a.Err != nil {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.Wall, b.Wall)
+	})
+	m := sorted[(len(sorted)-1)/2]
+	m.Runs = len(runs)
+	return m
 }
 
 // drop drops a database even when ctx has ended: an interrupted run
@@ -481,20 +538,20 @@ func (r *runner) listPageSize(c Case) int {
 }
 
 // runPass runs one pass as a child process on the copy dsn.
-func (r *runner) runPass(ctx context.Context, c Case, p Pass, dsn string, now time.Time) PassResult {
+func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time) PassResult {
 	statsFile := filepath.Join(r.o.Dir, "stats-"+r.id+".json")
 	os.Remove(statsFile)
 	defer os.Remove(statsFile)
 	measured := filepath.Join(r.o.Dir, "measure-"+r.id+".json")
-	args := []string{"run", "--db", dsn, "--progress", "never", "--log-level", "warn",
-		"--now", now.Format(time.RFC3339Nano), "--stats-json", statsFile}
+	at := now.Format(time.RFC3339Nano)
+	args := []string{"run", "--db", dsn, "--progress", "never", "--log-level", "warn", "--now", at, "--stats-json", statsFile}
 	switch p {
 	case PassTemporal:
 		args = append(args, "--compat=temporal")
 	case PassPastLiveHead:
 		args = append(args, "--past-live-head")
 	case PassRaw:
-		args = []string{"bench", "raw", "--db", dsn, "--now", now.Format(time.RFC3339Nano), "--stats-json", statsFile}
+		args = []string{"bench", "raw", "--db", dsn, "--now", at, "--stats-json", statsFile}
 		if r.o.RawPageSize > 0 {
 			args = append(args, "--page-size", fmt.Sprint(r.o.RawPageSize))
 		}
@@ -502,16 +559,29 @@ func (r *runner) runPass(ctx context.Context, c Case, p Pass, dsn string, now ti
 			args = append(args, "--batch-size", fmt.Sprint(r.o.RawBatchSize))
 		}
 	}
+	pctx := ctx
+	if r.o.PassTimeout > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, r.o.PassTimeout)
+		defer cancel()
+	}
 	res := PassResult{Pass: p}
-	ch, err := runChild(ctx, r.o.Binary, args, r.o.Env, measured)
+	ch, err := runChild(pctx, r.o.Binary, args, r.o.Env, measured)
 	res.Wall, res.MaxRSS = ch.wall, ch.maxRSS
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		// Stopped at the timeout: what it did by then is still worth
+		// showing; the copy's state is not checked.
+		res.TimedOut, res.Wall, err = true, r.o.PassTimeout, nil
+	}
 	if err != nil {
 		res.Err = err
 		return res
 	}
 	st, err := readStats(statsFile)
 	if err != nil {
-		res.Err = err
+		if !res.TimedOut {
+			res.Err = err
+		}
 		return res
 	}
 	res.Statements = st.Statements
@@ -527,7 +597,7 @@ func verify(c Case, passes []PassResult) []string {
 	seeded := Rows{Tasks: c.Tasks(), Queues: int64(c.Queues)}
 	sums := map[Rows]map[int64][]Pass{}
 	for _, p := range passes {
-		if p.Err != nil {
+		if p.Err != nil || p.TimedOut {
 			continue
 		}
 		want := c.want(p.Pass)
@@ -546,7 +616,7 @@ func verify(c Case, passes []PassResult) []string {
 	// Passes that left the same counts must have left the same tasks.
 	for left, bySum := range sums {
 		if len(bySum) > 1 {
-			ws = append(ws, fmt.Sprintf("passes leaving %d tasks left different ones (task id sums %v)", left.Tasks, bySum))
+			ws = append(ws, fmt.Sprintf("passes leaving %d tasks left different ones (by sum of task ids: %v)", left.Tasks, bySum))
 		}
 	}
 	return ws

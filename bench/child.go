@@ -59,10 +59,11 @@ func Measure(ctx context.Context, result string, argv []string, stdout, stderr i
 		m.MaxRSSBytes = maxRSS(cmd.ProcessState)
 		m.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
+	if cmd.ProcessState == nil {
 		return m.ExitCode, fmt.Errorf("measure: %w", err)
 	}
+	// The command ran, whatever its status (also when stopped by a
+	// signal): its measurement is worth writing.
 	b, err := json.Marshal(m)
 	if err != nil {
 		return m.ExitCode, err

@@ -20,7 +20,8 @@ type Listing struct {
 	// First and Last are the median times of a page among the first and
 	// the last tenth of the pages (at least one page each).
 	First, Last time.Duration
-	// Total is the time to list the whole table.
+	// Total is the time to list the whole table (the fastest of the
+	// listings).
 	Total time.Duration
 }
 
@@ -33,6 +34,11 @@ func (l Listing) Ratio() float64 {
 	return float64(l.Last) / float64(l.First)
 }
 
+// listingRuns is how many times the table is listed. Each page keeps its
+// fastest time: on a shared machine a page can stall for reasons of its
+// own, and one stall among the few pages of a tenth moves its median.
+const listingRuns = 3
+
 // measureListing lists the v1 queue table of dsn with store.ListQueues,
 // pageSize rows at a time, timing each page. It only reads.
 func measureListing(ctx context.Context, dsn string, pageSize int) (Listing, error) {
@@ -42,6 +48,30 @@ func measureListing(ctx context.Context, dsn string, pageSize int) (Listing, err
 	}
 	defer db.Close()
 	l := Listing{PageSize: pageSize}
+	var best []time.Duration
+	for run := range listingRuns {
+		times, total, err := listOnce(ctx, db, pageSize)
+		if err != nil {
+			return l, err
+		}
+		if run == 0 || total < l.Total {
+			l.Total = total
+		}
+		for i, t := range times {
+			if i >= len(best) {
+				best = append(best, t)
+			} else {
+				best[i] = min(best[i], t)
+			}
+		}
+	}
+	l.Pages = len(best)
+	l.First, l.Last = tenths(best)
+	return l, nil
+}
+
+// listOnce lists the whole table and returns the time of each page.
+func listOnce(ctx context.Context, db *sqlstore.DB, pageSize int) ([]time.Duration, time.Duration, error) {
 	var (
 		times []time.Duration
 		after *store.QueueKey
@@ -51,7 +81,7 @@ func measureListing(ctx context.Context, dsn string, pageSize int) (Listing, err
 		t := time.Now()
 		rows, err := db.ListQueues(ctx, store.V1, after, pageSize)
 		if err != nil {
-			return l, fmt.Errorf("list queues: %w", err)
+			return nil, 0, fmt.Errorf("list queues: %w", err)
 		}
 		if len(rows) == 0 {
 			break
@@ -63,10 +93,7 @@ func measureListing(ctx context.Context, dsn string, pageSize int) (Listing, err
 		k := rows[len(rows)-1].QueueKey
 		after = &k
 	}
-	l.Total = time.Since(start)
-	l.Pages = len(times)
-	l.First, l.Last = tenths(times)
-	return l, nil
+	return times, time.Since(start), nil
 }
 
 // tenths returns the medians of the first and the last tenth of ts (at

@@ -16,6 +16,9 @@ func Print(w io.Writer, rep *Report, markdown bool) {
 	if rep.Scale > 1 {
 		scale = fmt.Sprintf("sizes divided by %d", rep.Scale)
 	}
+	if rep.Repeat > 1 {
+		scale += fmt.Sprintf(", median of %d runs", rep.Repeat)
+	}
 	for i, er := range rep.Engines {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -50,12 +53,14 @@ func printTable(w io.Writer, er EngineReport, markdown bool) {
 				rows = append(rows, []string{name, size, string(p.Pass), "failed", "", "", "", "", ""})
 				continue
 			}
-			rate := "—"
+			rate, wall, deleted := "—", round(p.Wall).String(), thousands(p.Deleted.Tasks)+" + "+thousands(p.Deleted.Queues)
 			if p.Deleted.Tasks+p.Deleted.Queues > 0 {
 				rate = count64(int64(p.Rate() + 0.5))
 			}
-			rows = append(rows, []string{name, size, string(p.Pass), round(p.Wall).String(), rate,
-				thousands(p.Deleted.Tasks) + " + " + thousands(p.Deleted.Queues), thousands(p.Statements),
+			if p.TimedOut {
+				wall, deleted = "> "+wall, "stopped after "+deleted
+			}
+			rows = append(rows, []string{name, size, string(p.Pass), wall, rate, deleted, thousands(p.Statements),
 				fmt.Sprintf("%.1f MB", mb(p.MaxRSS)), ratio(&cr, p.Pass)})
 		}
 		if len(cr.Passes) == 0 {
@@ -85,10 +90,17 @@ func printTable(w io.Writer, er EngineReport, markdown bool) {
 func ratio(cr *CaseReport, p Pass) string {
 	f := func(label string, a, b Pass) string {
 		x, y := cr.find(a), cr.find(b)
-		if x == nil || y == nil || y.Wall <= 0 {
+		if x == nil || y == nil || y.Wall <= 0 || x.TimedOut && y.TimedOut {
 			return ""
 		}
-		return fmt.Sprintf("%s %.2f", label, x.Wall.Seconds()/y.Wall.Seconds())
+		bound := "" // a timed-out pass took longer than its Wall
+		switch {
+		case x.TimedOut:
+			bound = "> "
+		case y.TimedOut:
+			bound = "< "
+		}
+		return fmt.Sprintf("%s %s%.2f", label, bound, x.Wall.Seconds()/y.Wall.Seconds())
 	}
 	switch p {
 	case PassTemporal:
@@ -135,6 +147,9 @@ func printNotes(w io.Writer, er EngineReport, markdown bool) {
 		for _, p := range cr.Passes {
 			if p.Err != nil {
 				fmt.Fprintf(w, "%sFAILED %s %s: %v\n", bullet, cr.Case.Name, p.Pass, p.Err)
+			}
+			if p.TimedOut {
+				fmt.Fprintf(w, "%s%s %s was stopped after %s (--pass-timeout)\n", bullet, cr.Case.Name, p.Pass, round(p.Wall))
 			}
 		}
 		if cr.Err != nil {

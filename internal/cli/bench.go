@@ -37,6 +37,8 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.MySQL, "mysql", bench.DefaultMySQL, "MySQL/MariaDB server: databases tqs_bench_* are created there and dropped after")
 	fs.StringVar(&cases, "cases", "all", "cases to run, comma-separated: "+strings.Join(bench.CaseNames(), ", "))
 	fs.IntVar(&o.Scale, "scale", 1, "divide every case's size by this (e.g. 100 for a smoke run); 1 is the full size")
+	fs.IntVar(&o.Repeat, "repeat", 1, "run each pass this many times, each on a fresh copy, and report the median")
+	fs.DurationVar(&o.PassTimeout, "pass-timeout", 0, "stop a pass after this long and report it as taking longer (default: no limit)")
 	fs.BoolVar(&markdown, "markdown", false, "print the tables as Markdown")
 	fs.StringVar(&o.Dir, "dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
 	fs.StringVar(&binary, "binary", "", "tqscavenger executable to run the passes (default: this one)")
@@ -47,8 +49,8 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if o.Scale < 1 {
-		return usagef("--scale %d: must be at least 1", o.Scale)
+	if o.Scale < 1 || o.Repeat < 1 || o.PassTimeout < 0 {
+		return usagef("--scale and --repeat must be at least 1, --pass-timeout not negative")
 	}
 	for _, s := range strings.Split(engines, ",") {
 		switch s = strings.TrimSpace(s); sqlstore.Engine(s) {
