@@ -20,20 +20,14 @@ const maxSetsPerStatement = 200
 func (s *DB) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
-	cols := append([]string{"range_hash", "task_queue_id"}, taskCols(t)...)
-	vals := append([]any{int64(after.Queue.RangeHash), after.Queue.ID}, taskVals(t, after.Task)...)
-	b := s.newBuilder()
-	b.w("SELECT range_hash, task_queue_id, ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").
-		cmp(cols, vals, ">").w(" AND ").
-		cmp([]string{"range_hash", "task_queue_id"}, []any{int64(through.RangeHash), through.ID}, "<=").
-		w(" ORDER BY ", "range_hash, task_queue_id, ", orderBy(t), " LIMIT ").p(limit)
+	b := s.scanTasksSQL(t, after, through, limit)
 	op := "scan " + taskTable(t)
 	rows, err := s.query(ctx, b.String(), b.args)
 	if err != nil {
 		return nil, s.wrap(ctx, op, err)
 	}
 	defer rows.Close()
-	out := make([]store.ScannedTask, 0, limit)
+	out := make([]store.ScannedTask, 0, min(limit, maxPrealloc))
 	var prev []byte
 	for rows.Next() {
 		var (
@@ -63,6 +57,16 @@ func (s *DB) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, 
 	return out, nil
 }
 
+func (s *DB) scanTasksSQL(t store.Table, after store.TaskPos, through store.QueueKey, limit int) *builder {
+	cols := append([]string{"range_hash", "task_queue_id"}, taskCols(t)...)
+	vals := append([]any{int64(after.Queue.RangeHash), after.Queue.ID}, taskVals(t, after.Task)...)
+	b := s.newBuilder()
+	return b.w("SELECT range_hash, task_queue_id, ", orderBy(t), ", data, data_encoding FROM ", taskTable(t), " WHERE ").
+		cmp(cols, vals, ">").w(" AND ").
+		cmp([]string{"range_hash", "task_queue_id"}, []any{int64(through.RangeHash), through.ID}, "<=").
+		w(" ORDER BY ", "range_hash, task_queue_id, ", orderBy(t), " LIMIT ").p(limit)
+}
+
 // MaxTaskKey is after every task key: a TaskPos with it skips the rest of
 // a queue.
 var MaxTaskKey = store.TaskKey{Pass: math.MaxInt64, ID: math.MaxInt64}
@@ -73,37 +77,7 @@ func (s *DB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.Tas
 	defer cancel()
 	var total int64
 	for len(sets) > 0 {
-		n, params := 0, 0
-		b := s.newBuilder()
-		b.w("DELETE FROM ", taskTable(t), " WHERE ")
-		for _, set := range sets {
-			if n > 0 && (n == maxSetsPerStatement || params+len(set.Keys)*2 > 4000) {
-				break
-			}
-			if n > 0 {
-				b.w(" OR ")
-			}
-			b.w("(").whereQueue(set.Queue).w(" AND ")
-			if set.Keys != nil {
-				b.w("(", orderBy(t), ") IN (")
-				for i, k := range set.Keys {
-					if i > 0 {
-						b.w(", ")
-					}
-					if t == store.V2 {
-						b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
-					} else {
-						b.p(k.ID)
-					}
-				}
-				b.w(")")
-			} else {
-				b.cmp(taskCols(t), taskVals(t, set.Range.Min), ">=").w(" AND ").cmp(taskCols(t), taskVals(t, set.Range.Max), "<=")
-			}
-			b.w(")")
-			params += 4 + len(set.Keys)*2
-			n++
-		}
+		b, n := s.deleteSetsSQL(t, sets)
 		d, err := s.exec(ctx, b.String(), b.args)
 		total += d
 		if err != nil {
@@ -114,6 +88,43 @@ func (s *DB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.Tas
 	return total, nil
 }
 
+// deleteSetsSQL deletes the first n of sets, as many as one statement
+// takes.
+func (s *DB) deleteSetsSQL(t store.Table, sets []store.TaskSet) (b *builder, n int) {
+	params := 0
+	b = s.newBuilder()
+	b.w("DELETE FROM ", taskTable(t), " WHERE ")
+	for _, set := range sets {
+		if n > 0 && (n == maxSetsPerStatement || params+len(set.Keys)*2 > 4000) {
+			break
+		}
+		if n > 0 {
+			b.w(" OR ")
+		}
+		b.w("(").whereQueue(set.Queue).w(" AND ")
+		if set.Keys != nil {
+			b.w("(", orderBy(t), ") IN (")
+			for i, k := range set.Keys {
+				if i > 0 {
+					b.w(", ")
+				}
+				if t == store.V2 {
+					b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
+				} else {
+					b.p(k.ID)
+				}
+			}
+			b.w(")")
+		} else {
+			b.taskRange(t, set.Range)
+		}
+		b.w(")")
+		params += 4 + len(set.Keys)*2
+		n++
+	}
+	return b, n
+}
+
 // DeleteQueues implements store.Store.
 func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
 	ctx, cancel := s.withStatement(ctx)
@@ -121,14 +132,7 @@ func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.Que
 	var total int64
 	for len(fences) > 0 {
 		n := min(len(fences), maxSetsPerStatement)
-		b := s.newBuilder()
-		b.w("DELETE FROM ", queueTable(t), " WHERE ")
-		for i, f := range fences[:n] {
-			if i > 0 {
-				b.w(" OR ")
-			}
-			b.w("(").whereQueue(f.QueueKey).w(" AND range_id = ").p(f.RangeID).w(")")
-		}
+		b := s.deleteQueuesSQL(t, fences[:n])
 		d, err := s.exec(ctx, b.String(), b.args)
 		total += d
 		if err != nil {
@@ -137,4 +141,17 @@ func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.Que
 		fences = fences[n:]
 	}
 	return total, nil
+}
+
+// deleteQueuesSQL deletes the queue rows of fences still at their range_id.
+func (s *DB) deleteQueuesSQL(t store.Table, fences []store.QueueFence) *builder {
+	b := s.newBuilder()
+	b.w("DELETE FROM ", queueTable(t), " WHERE ")
+	for i, f := range fences {
+		if i > 0 {
+			b.w(" OR ")
+		}
+		b.w("(").whereQueue(f.QueueKey).w(" AND range_id = ").p(f.RangeID).w(")")
+	}
+	return b
 }

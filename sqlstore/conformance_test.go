@@ -956,3 +956,213 @@ func TestDeleteOrphanTasks(t *testing.T) {
 		}
 	})
 }
+
+// scanned is a task's place in a table across queues.
+type scanned struct {
+	q store.QueueKey
+	k store.TaskKey
+}
+
+func lessScanned(a, b scanned) bool {
+	if a.q.Less(b.q) || b.q.Less(a.q) {
+		return a.q.Less(b.q)
+	}
+	return a.k.Less(b.k)
+}
+
+func TestScanTasks(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+		for _, tb := range []store.Table{store.V1, store.V2} {
+			owner := qk(9, "owner")
+			mustCreate(t, db, tb, queueRow(owner, 1))
+			var all []scanned
+			for i, q := range listKeys {
+				keys := tableKeys(tb)[:1+i%4]
+				if err := db.AppendTasks(ctx, tb, owner, 1, q, taskRows(keys)); err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range keys {
+					all = append(all, scanned{q, k})
+				}
+			}
+			slices.SortFunc(all, func(a, b scanned) int {
+				if lessScanned(a, b) {
+					return -1
+				}
+				return 1
+			})
+			through := listKeys[len(listKeys)-3]
+			for _, limit := range []int{1, 3, 7, 1000} {
+				t.Run(fmt.Sprintf("%s/limit=%d", tb, limit), func(t *testing.T) {
+					var want []scanned
+					for _, s := range all {
+						if !through.Less(s.q) {
+							want = append(want, s)
+						}
+					}
+					var got []scanned
+					var after store.TaskPos // the zero position: before every task here
+					for pages := 0; ; pages++ {
+						if pages > len(all)+1 {
+							t.Fatal("paging does not end")
+						}
+						page, err := db.ScanTasks(ctx, tb, after, through, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if len(page) > limit {
+							t.Fatalf("page of %d, limit %d", len(page), limit)
+						}
+						for _, r := range page {
+							if w := task(r.Key.Pass, r.Key.ID); !bytes.Equal(r.Data, w.Data) {
+								t.Errorf("task %s %v: data %q", r.Queue, r.Key, r.Data)
+							}
+							got = append(got, scanned{r.Queue, r.Key})
+						}
+						if len(page) < limit {
+							break
+						}
+						last := page[len(page)-1]
+						after = store.TaskPos{Queue: last.Queue, Task: last.Key}
+					}
+					if len(got) != len(want) {
+						t.Fatalf("scanned %d tasks, want %d", len(got), len(want))
+					}
+					for i := range got {
+						if !bytes.Equal(got[i].q.ID, want[i].q.ID) || got[i].q.RangeHash != want[i].q.RangeHash || got[i].k != want[i].k {
+							t.Errorf("task %d = %s %v, want %s %v", i, got[i].q, got[i].k, want[i].q, want[i].k)
+						}
+					}
+				})
+			}
+			t.Run(tb.String()+"/skip the rest of a queue", func(t *testing.T) {
+				q := listKeys[4]
+				page, err := db.ScanTasks(ctx, tb, store.TaskPos{Queue: q, Task: sqlstore.MaxTaskKey}, listKeys[5], 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range page {
+					if !bytes.Equal(r.Queue.ID, listKeys[5].ID) || r.Queue.RangeHash != listKeys[5].RangeHash {
+						t.Errorf("scanned %s, want only %s", r.Queue, listKeys[5])
+					}
+				}
+				if len(page) != 1+5%4 {
+					t.Errorf("scanned %d tasks of %s, want %d", len(page), listKeys[5], 1+5%4)
+				}
+			})
+		}
+	})
+}
+
+func TestDeleteTaskSets(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+		for _, tb := range []store.Table{store.V1, store.V2} {
+			all := tableKeys(tb)
+			// 260 queues, 208 sets: more than one statement takes.
+			var qs []store.QueueKey
+			owner := qk(8, "owner")
+			mustCreate(t, db, tb, queueRow(owner, 1))
+			for i := range 260 {
+				q := qk(uint32(i*16_000_000), fmt.Sprintf("q%03d", i))
+				qs = append(qs, q)
+				if err := db.AppendTasks(ctx, tb, owner, 1, q, taskRows(all)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var sets []store.TaskSet
+			var want int64
+			remain := map[string][]store.TaskKey{}
+			for i, q := range qs {
+				if i%5 == 4 {
+					remain[string(q.ID)] = all // not in any set
+					continue
+				}
+				var set store.TaskSet
+				switch i % 3 {
+				case 0: // exact keys, one absent
+					set = store.TaskSet{Queue: q, Keys: []store.TaskKey{all[0], all[2], {Pass: 99, ID: 99}}}
+					want += 2
+					remain[string(q.ID)] = append([]store.TaskKey{all[1]}, all[3:]...)
+				case 1: // a range from the first task
+					set = store.TaskSet{Queue: q, Range: store.TaskRange{Max: all[2]}}
+					want += 3
+					remain[string(q.ID)] = all[3:]
+				case 2: // a range inside
+					set = store.TaskSet{Queue: q, Range: store.TaskRange{Min: all[1], Max: all[3]}}
+					want += 3
+					remain[string(q.ID)] = append([]store.TaskKey{all[0]}, all[4:]...)
+				}
+				sets = append(sets, set)
+			}
+			start := time.Now()
+			n, err := db.DeleteTaskSets(ctx, tb, sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: DeleteTaskSets of %d sets took %s", tb, len(sets), time.Since(start))
+			if n != want {
+				t.Errorf("%s: deleted %d, want %d", tb, n, want)
+			}
+			left, err := db.ScanTasks(ctx, tb, store.TaskPos{}, qk(math.MaxUint32, "\xff"), 100000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]store.TaskKey{}
+			for _, r := range left {
+				got[string(r.Queue.ID)] = append(got[string(r.Queue.ID)], r.Key)
+			}
+			for _, q := range qs {
+				if !slices.Equal(got[string(q.ID)], remain[string(q.ID)]) {
+					t.Errorf("%s %s: remaining %v, want %v", tb, q, got[string(q.ID)], remain[string(q.ID)])
+				}
+			}
+			if n, err := db.DeleteTaskSets(ctx, tb, nil); n != 0 || err != nil {
+				t.Errorf("no sets: %d, %v", n, err)
+			}
+		}
+	})
+}
+
+func TestDeleteQueues(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+		for _, tb := range []store.Table{store.V1, store.V2} {
+			var fences []store.QueueFence
+			var kept []store.QueueKey
+			var want int64
+			for i := range 430 { // more fences than one statement takes
+				q := qk(uint32(math.MaxUint32-i), fmt.Sprintf("q%d", i))
+				switch i % 3 {
+				case 0: // still at the fenced range_id: deleted
+					mustCreate(t, db, tb, queueRow(q, 5))
+					fences = append(fences, store.QueueFence{QueueKey: q, RangeID: 5})
+					want++
+				case 1: // taken over since: kept
+					mustCreate(t, db, tb, queueRow(q, 6))
+					fences = append(fences, store.QueueFence{QueueKey: q, RangeID: 5})
+					kept = append(kept, q)
+				case 2: // gone already
+					fences = append(fences, store.QueueFence{QueueKey: q, RangeID: 5})
+				}
+			}
+			n, err := db.DeleteQueues(ctx, tb, fences)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != want {
+				t.Errorf("%s: deleted %d, want %d", tb, n, want)
+			}
+			rows, err := db.ListQueues(ctx, tb, nil, 10000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != len(kept) {
+				t.Errorf("%s: %d rows remain, want the %d taken over", tb, len(rows), len(kept))
+			}
+			for _, r := range rows {
+				if r.RangeID != 6 {
+					t.Errorf("%s: row %s at range_id %d remains", tb, r.QueueKey, r.RangeID)
+				}
+			}
+		}
+	})
+}

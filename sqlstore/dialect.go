@@ -47,6 +47,10 @@ type dialect struct {
 	classify func(err error) error
 }
 
+// maxPrealloc caps the rows a read allocates room for before it has any:
+// a caller's limit says how many rows it may take, not how many there are.
+const maxPrealloc = 1024
+
 // deleteForm is a limited delete: either one statement, or (SQLite) a probe
 // for the limit-th key followed by a plain range delete.
 type deleteForm struct {
@@ -73,8 +77,12 @@ func (b *builder) w(s ...string) *builder {
 	return b
 }
 
-// p writes a placeholder for v.
+// p writes a placeholder for v. A nil []byte is bound as an empty one: the
+// drivers would bind NULL, and a key compared with NULL matches nothing.
 func (b *builder) p(v any) *builder {
+	if bs, ok := v.([]byte); ok && bs == nil {
+		v = []byte{}
+	}
 	b.args = append(b.args, v)
 	if b.d.dollar {
 		b.sb.WriteString("$" + strconv.Itoa(len(b.args)))

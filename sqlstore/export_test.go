@@ -73,3 +73,19 @@ var MySQLLockName = mysqlLockName
 
 // VersionAtLeast compares Temporal schema versions.
 var VersionAtLeast = versionAtLeast
+
+// ScanTasksStmt is the statement ScanTasks runs.
+func (s *DB) ScanTasksStmt(t store.Table, after store.TaskPos, through store.QueueKey, limit int) Stmt {
+	return stmtOf(s.scanTasksSQL(t, after, through, limit))
+}
+
+// DeleteTaskSetsStmt is the first statement DeleteTaskSets runs.
+func (s *DB) DeleteTaskSetsStmt(t store.Table, sets []store.TaskSet) Stmt {
+	b, _ := s.deleteSetsSQL(t, sets)
+	return stmtOf(b)
+}
+
+// DeleteQueuesStmt is the first statement DeleteQueues runs.
+func (s *DB) DeleteQueuesStmt(t store.Table, fences []store.QueueFence) Stmt {
+	return stmtOf(s.deleteQueuesSQL(t, fences))
+}

@@ -185,6 +185,17 @@ func TestQueryPlans(t *testing.T) {
 					planCheck{tb.String() + " delete tasks, from the first", db.DeleteTasksStmts(tb, q, upTo, 0)[0], tt, true},
 					planCheck{tb.String() + " delete exact keys", db.DeleteTaskKeysStmt(tb, q, []store.TaskKey{{Pass: 3, ID: 100011}, {Pass: 1, ID: 100012}}), tt, true},
 				)
+				sets := []store.TaskSet{
+					{Queue: qs[0], Keys: []store.TaskKey{{Pass: 3, ID: 100011}, {Pass: 1, ID: 100012}}},
+					{Queue: qs[1], Range: upTo},
+					{Queue: qs[2], Range: r},
+				}
+				fences := []store.QueueFence{{QueueKey: qs[0], RangeID: 1}, {QueueKey: qs[1], RangeID: 1}, {QueueKey: keys[1], RangeID: 1}}
+				checks = append(checks,
+					planCheck{tb.String() + " scan tasks across queues", db.ScanTasksStmt(tb, store.TaskPos{Queue: qs[2], Task: *after}, keys[len(keys)/3], 1000), tt, true},
+					planCheck{tb.String() + " delete task sets", db.DeleteTaskSetsStmt(tb, sets), tt, true},
+					planCheck{tb.String() + " delete queues", db.DeleteQueuesStmt(tb, fences), qt, true},
+				)
 				for i, st := range db.DeleteTasksStmts(tb, q, r, 100) {
 					checks = append(checks, planCheck{fmt.Sprintf("%s limited delete in a range (%d)", tb, i+1), st, tt, true})
 				}

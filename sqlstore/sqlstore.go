@@ -276,7 +276,7 @@ func (s *DB) ListQueues(ctx context.Context, t store.Table, after *store.QueueKe
 		return nil, s.wrap(ctx, "list "+queueTable(t), err)
 	}
 	defer rows.Close()
-	out := make([]store.QueueRow, 0, limit)
+	out := make([]store.QueueRow, 0, min(limit, maxPrealloc))
 	for rows.Next() {
 		var (
 			r  store.QueueRow
@@ -337,7 +337,7 @@ func (s *DB) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, aft
 		return nil, s.wrap(ctx, "read "+taskTable(t), err)
 	}
 	defer rows.Close()
-	out := make([]store.TaskRow, 0, limit)
+	out := make([]store.TaskRow, 0, min(limit, maxPrealloc))
 	for rows.Next() {
 		var r store.TaskRow
 		if t == store.V2 {
