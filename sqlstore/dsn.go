@@ -85,17 +85,39 @@ func (d DSN) Database() string {
 // String returns the DSN with its password masked.
 func (d DSN) String() string {
 	if d.URL != nil {
-		return d.URL.Redacted()
+		return redactURL(d.URL)
 	}
 	return "sqlite:" + d.Path
+}
+
+// secretParams are query parameters that hold a password (pgx reads
+// password and sslpassword from the query as well as from the user info).
+var secretParams = []string{"password", "sslpassword"}
+
+// redactURL formats u with every password masked.
+func redactURL(u *url.URL) string {
+	q := u.Query()
+	masked := false
+	for _, p := range secretParams {
+		if q.Has(p) {
+			q.Set(p, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
+		c := *u
+		c.RawQuery = q.Encode()
+		u = &c
+	}
+	return u.Redacted()
 }
 
 // Redact masks the password of a DSN string, for logs and errors. Strings
 // that do not parse as URLs with a user, such as "mysql:u:pw@h/db", are
 // returned with everything between the scheme and the last "@" masked.
 func Redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
+	if u, err := url.Parse(s); err == nil && (u.User != nil || u.Host != "") {
+		return redactURL(u)
 	}
 	j := strings.LastIndexByte(s, '@')
 	if j < 0 {

@@ -29,6 +29,10 @@ func TestParseDSN(t *testing.T) {
 		{"POSTGRES://u:" + secret + "@h/t", sqlstore.Postgres, "t", "postgres://u:xxxxx@h/t"},
 		{"mysql://u:" + secret + "@db.example:3306/temporal?tls=true", sqlstore.MySQL, "temporal", "mysql://u:xxxxx@db.example:3306/temporal?tls=true"},
 		{"mariadb://u@h/temporal", sqlstore.MySQL, "temporal", "mariadb://u@h/temporal"},
+		// Passwords in the query, as pgx reads them.
+		{"postgres://u@h/t?password=" + secret + "&sslmode=require", sqlstore.Postgres, "t", "postgres://u@h/t?password=xxxxx&sslmode=require"},
+		{"postgres://h/t?sslpassword=" + secret, sqlstore.Postgres, "t", "postgres://h/t?sslpassword=xxxxx"},
+		{"mysql://u@h/t?password=" + secret, sqlstore.MySQL, "t", "mysql://u@h/t?password=xxxxx"},
 		// A password with characters that must be percent-encoded.
 		{"mysql://u:" + url.QueryEscape("p@ss/w:rd") + "@h/t", sqlstore.MySQL, "t", "mysql://u:xxxxx@h/t"},
 		{"sqlite:/var/lib/temporal.db", sqlstore.SQLite, "/var/lib/temporal.db", "sqlite:/var/lib/temporal.db"},
@@ -104,6 +108,8 @@ func TestRedact(t *testing.T) {
 		{"mysql://u:" + secret + "@h:3306/db?tls=true", "mysql://u:xxxxx@h:3306/db?tls=true"},
 		{"mysql://u:" + secret + "%zz@h/db", "mysql://xxxxx@h/db"}, // does not parse
 		{"postgres://h/db", "postgres://h/db"},
+		{"postgres://h/db?password=" + secret, "postgres://h/db?password=xxxxx"},
+		{"postgres://u@h/db?sslmode=disable&password=" + secret, "postgres://u@h/db?password=xxxxx&sslmode=disable"},
 		{"sqlite:/tmp/t.db", "sqlite:/tmp/t.db"},
 	} {
 		if got := sqlstore.Redact(c.in); got != c.want {
@@ -147,6 +153,11 @@ func TestMySQLConfig(t *testing.T) {
 		if _, ok := c.Params["socket"]; ok {
 			t.Errorf("%s: socket passed on as a session variable", dsn)
 		}
+	}
+
+	c, err = sqlstore.MySQLConfig("mysql://u@h/db?password=" + secret)
+	if err != nil || c.Passwd != secret || len(c.Params) != 0 {
+		t.Errorf("password in the query: password %q, params %v, %v; want the password, no session variable", c.Passwd, c.Params, err)
 	}
 
 	_, err = sqlstore.MySQLConfig("mysql://u:" + secret + "@h/db?timeout=banana")
@@ -220,6 +231,12 @@ func TestOpenErrors(t *testing.T) {
 		{"mysql/missing database", func(t *testing.T) string {
 			return withPath(t, sqlstore.MySQL, "", "/tqs_no_such_database")
 		}, sqlstore.ErrUnavailable, "create the database"},
+		{"postgres/password in the query", func(t *testing.T) string {
+			return "postgres://u@127.0.0.1:1/db?connect_timeout=5&password=" + secret
+		}, sqlstore.ErrUnavailable, "is the server running"},
+		{"mysql/password in the query", func(t *testing.T) string {
+			return "mysql://u@127.0.0.1:1/db?timeout=5s&password=" + secret
+		}, sqlstore.ErrUnavailable, "is the server running"},
 		{"mysql/nothing listening", func(t *testing.T) string {
 			return "mysql://u:" + secret + "@127.0.0.1:1/db?timeout=5s"
 		}, sqlstore.ErrUnavailable, "is the server running"},

@@ -47,7 +47,12 @@ func mysqlConfig(d DSN) (*mysql.Config, error) {
 	if s := q.Get("socket"); s != "" {
 		c.Net, c.Addr = "unix", s
 	}
+	// The driver would send password=… on as a session variable: SET
+	// password = … changes the user's password. Take it as the password,
+	// as pgx does.
+	password, hasPassword := q.Get("password"), q.Has("password")
 	q.Del("socket")
+	q.Del("password")
 	// Let the driver parse its own parameters, from its own DSN format: it
 	// derives settings such as the TLS server name from the address. The
 	// credentials stay out of that string (the driver's format does not
@@ -67,6 +72,9 @@ func mysqlConfig(d DSN) (*mysql.Config, error) {
 	if d.URL.User != nil {
 		c.User = d.URL.User.Username()
 		c.Passwd, _ = d.URL.User.Password()
+	}
+	if hasPassword {
+		c.Passwd = password
 	}
 	c.InterpolateParams = true
 	// UPDATE … WHERE range_id = ? must report a matched row even when the

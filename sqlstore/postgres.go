@@ -117,9 +117,18 @@ func classifyPostgres(err error) error {
 // every address of a host); repeated lines are given once.
 func redactErr(err error, d DSN) string {
 	s := err.Error()
-	if d.URL != nil && d.URL.User != nil {
-		if p, ok := d.URL.User.Password(); ok && p != "" {
-			s = strings.ReplaceAll(s, p, "xxxxx")
+	if d.URL != nil {
+		var secrets []string
+		if p, ok := d.URL.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+		for _, name := range secretParams {
+			secrets = append(secrets, d.URL.Query()[name]...)
+		}
+		for _, p := range secrets {
+			if p != "" {
+				s = strings.ReplaceAll(s, p, "xxxxx")
+			}
 		}
 	}
 	var lines []string

@@ -84,6 +84,7 @@ func TestDatabaseErrors(t *testing.T) {
 		{"scheme without slashes", func(t *testing.T) string { return "mysql:u:" + dbSecret + "@h/db" }, "has no host"},
 		{"unknown scheme", func(t *testing.T) string { return "oracle://u:" + dbSecret + "@h/db" }, "use postgres://, mysql://, sqlite:PATH"},
 		{"nothing listening", func(t *testing.T) string { return "postgres://u:" + dbSecret + "@127.0.0.1:1/db?connect_timeout=5" }, "is the server running"},
+		{"password in the query", func(t *testing.T) string { return "mysql://u@127.0.0.1:1/db?password=" + dbSecret }, "is the server running"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
