@@ -114,7 +114,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	mustSeed(t, db, seed.Spec{NamePrefix: "orders-activities", Queues: 14, TasksPerQueue: 60, Expired: 0.8, NoExpiry: 0.2})
 	holding.Store(true)
 	clock.Advance(12 * time.Hour)
-	<-hold
+	recv(t, hold, "the third pass to list its second page")
 	waitFor(t, "the first page of queues to be done", func() bool {
 		c := d.Status().Current
 		return c != nil && c.Stats.QueuesProcessed == 10

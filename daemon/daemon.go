@@ -367,7 +367,7 @@ func (d *Daemon) pass(ctx context.Context) {
 	// timeout, not when ctx ends: see drainStore.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
-	sc := scavenger.New(&drainStore{DB: d.cfg.DB, soft: ctx, hard: hard}, cfg)
+	sc := scavenger.New(&drainStore{db: d.cfg.DB, soft: ctx, hard: hard}, cfg)
 	d.mu.Lock()
 	d.current, d.currentID, d.currentAt = sc, id, start
 	d.totals.started++
@@ -513,13 +513,19 @@ func (d *Daemon) Status() Status {
 // context detached from that cancellation and ended only by hard, which
 // the daemon cancels at the shutdown timeout. Each statement is atomic on
 // its own, so stopping between statements leaves nothing half done.
+//
+// It wraps every method of store.Store explicitly, without embedding, so
+// that a method added to the interface fails to compile here instead of
+// passing through without these rules.
 type drainStore struct {
-	DB
+	db store.Store
 	// soft ends when shutdown begins: no statement starts after it.
 	soft context.Context
 	// hard ends at the shutdown timeout: statements still running stop.
 	hard context.Context
 }
+
+var _ store.Store = (*drainStore)(nil)
 
 // detach returns the context a statement runs under, or an error if the
 // caller's context or soft has ended. Checking soft, not only ctx, closes
@@ -555,41 +561,63 @@ func call[T any](s *drainStore, ctx context.Context, f func(context.Context) (T,
 	return f(c)
 }
 
+// exec is call for methods that return only an error.
+func exec(s *drainStore, ctx context.Context, f func(context.Context) error) error {
+	_, err := call(s, ctx, func(c context.Context) (struct{}, error) { return struct{}{}, f(c) })
+	return err
+}
+
 func (s *drainStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
-	return call(s, ctx, func(c context.Context) ([]store.QueueRow, error) { return s.DB.ListQueues(c, t, after, limit) })
+	return call(s, ctx, func(c context.Context) ([]store.QueueRow, error) { return s.db.ListQueues(c, t, after, limit) })
 }
 
 func (s *drainStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
-	return call(s, ctx, func(c context.Context) ([]store.TaskRow, error) { return s.DB.ReadTasks(c, t, q, after, limit) })
+	return call(s, ctx, func(c context.Context) ([]store.TaskRow, error) { return s.db.ReadTasks(c, t, q, after, limit) })
 }
 
 func (s *drainStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.DB.DeleteTasks(c, t, q, r, limit) })
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteTasks(c, t, q, r, limit) })
 }
 
 func (s *drainStore) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.DB.DeleteTaskKeys(c, t, q, keys) })
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteTaskKeys(c, t, q, keys) })
 }
 
 func (s *drainStore) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
-	return call(s, ctx, func(c context.Context) (store.QueueRow, error) { return s.DB.GetQueue(c, t, q) })
+	return call(s, ctx, func(c context.Context) (store.QueueRow, error) { return s.db.GetQueue(c, t, q) })
 }
 
 func (s *drainStore) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
-	_, err := call(s, ctx, func(c context.Context) (struct{}, error) { return struct{}{}, s.DB.DeleteQueue(c, t, q, rangeID) })
-	return err
+	return exec(s, ctx, func(c context.Context) error { return s.db.DeleteQueue(c, t, q, rangeID) })
 }
 
 func (s *drainStore) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
 	return call(s, ctx, func(c context.Context) ([]store.TaskQueueRef, error) {
-		return s.DB.ListTaskQueueIDs(c, t, after, limit)
+		return s.db.ListTaskQueueIDs(c, t, after, limit)
 	})
 }
 
 func (s *drainStore) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.DB.DeleteOrphanTasks(c, t, q, parents, keys) })
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteOrphanTasks(c, t, q, parents, keys) })
+}
+
+func (s *drainStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	return call(s, ctx, func(c context.Context) ([]store.ScannedTask, error) {
+		return s.db.ScanTasks(c, t, after, through, limit)
+	})
+}
+
+func (s *drainStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteTaskSets(c, t, sets) })
+}
+
+func (s *drainStore) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
+	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteQueues(c, t, fences) })
 }
 
 func (s *drainStore) Tables(ctx context.Context) ([]store.Table, error) {
-	return call(s, ctx, func(c context.Context) ([]store.Table, error) { return s.DB.Tables(c) })
+	return call(s, ctx, func(c context.Context) ([]store.Table, error) { return s.db.Tables(c) })
 }
+
+// Close does nothing: the database belongs to the daemon's owner.
+func (s *drainStore) Close() error { return nil }

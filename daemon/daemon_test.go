@@ -146,10 +146,12 @@ func (l *logBuffer) logger() *slog.Logger {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// hookDB wraps a store so a test can hold a pass at a chosen statement.
+// hookDB wraps a store so a test can hold a pass at a chosen statement,
+// and counts the statements a pass makes.
 type hookDB struct {
 	*sqlstore.DB
-	// listQueues, readTasks and check run before the real call; a non-nil
+	// listQueues, readTasks (ReadTasks and ScanTasks: whichever a pass
+	// reads tasks with) and check run before the real call; a non-nil
 	// error is returned instead of it.
 	listQueues func(ctx context.Context, after *store.QueueKey) error
 	readTasks  func(ctx context.Context) error
@@ -167,14 +169,26 @@ func (h *hookDB) ListQueues(ctx context.Context, t store.Table, after *store.Que
 	return h.DB.ListQueues(ctx, t, after, limit)
 }
 
-func (h *hookDB) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+func (h *hookDB) read(ctx context.Context) error {
 	h.calls.Add(1)
 	if h.readTasks != nil {
-		if err := h.readTasks(ctx); err != nil {
-			return nil, err
-		}
+		return h.readTasks(ctx)
+	}
+	return nil
+}
+
+func (h *hookDB) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	if err := h.read(ctx); err != nil {
+		return nil, err
 	}
 	return h.DB.ReadTasks(ctx, t, q, after, limit)
+}
+
+func (h *hookDB) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	if err := h.read(ctx); err != nil {
+		return nil, err
+	}
+	return h.DB.ScanTasks(ctx, t, after, through, limit)
 }
 
 func (h *hookDB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
@@ -182,9 +196,39 @@ func (h *hookDB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKe
 	return h.DB.DeleteTasks(ctx, t, q, r, limit)
 }
 
+func (h *hookDB) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
+	h.calls.Add(1)
+	return h.DB.DeleteTaskKeys(ctx, t, q, keys)
+}
+
+func (h *hookDB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
+	h.calls.Add(1)
+	return h.DB.DeleteTaskSets(ctx, t, sets)
+}
+
+func (h *hookDB) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
+	h.calls.Add(1)
+	return h.DB.GetQueue(ctx, t, q)
+}
+
 func (h *hookDB) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
 	h.calls.Add(1)
 	return h.DB.DeleteQueue(ctx, t, q, rangeID)
+}
+
+func (h *hookDB) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
+	h.calls.Add(1)
+	return h.DB.DeleteQueues(ctx, t, fences)
+}
+
+func (h *hookDB) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
+	h.calls.Add(1)
+	return h.DB.ListTaskQueueIDs(ctx, t, after, limit)
+}
+
+func (h *hookDB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
+	h.calls.Add(1)
+	return h.DB.DeleteOrphanTasks(ctx, t, q, parents, keys)
 }
 
 func (h *hookDB) Check(ctx context.Context) (sqlstore.SchemaInfo, error) {
@@ -194,6 +238,17 @@ func (h *hookDB) Check(ctx context.Context) (sqlstore.SchemaInfo, error) {
 		}
 	}
 	return h.DB.Check(ctx)
+}
+
+// recv waits for ch to be closed (or to deliver), failing the test after
+// a deadline instead of hanging it.
+func recv(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }
 
 // seeded returns a SQLite store with queues of expired and live tasks,
@@ -486,7 +541,7 @@ func TestShutdownDrains(t *testing.T) {
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock, Logger: logs.logger(),
 		Scavenger: scavenger.Config{Workers: 1}, ShutdownTimeout: time.Minute})
 	stop := start(t, d)
-	<-entered
+	recv(t, entered, "the pass to read tasks")
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
@@ -536,7 +591,7 @@ func TestShutdownTimeout(t *testing.T) {
 	var logs logBuffer
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock, Logger: logs.logger(), ShutdownTimeout: 10 * time.Second})
 	stop := start(t, d)
-	<-entered
+	recv(t, entered, "the pass to read tasks")
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
 	clock.waitTimers(t, 1)
@@ -564,7 +619,7 @@ func TestOverrunSkipsMissedPasses(t *testing.T) {
 	var logs logBuffer
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock, Logger: logs.logger()})
 	start(t, d)
-	<-entered
+	recv(t, entered, "the pass to read tasks")
 	clock.Advance(3*time.Hour + 30*time.Minute)
 	if st := d.Status(); st.State != daemon.Running || st.Current == nil {
 		t.Fatalf("during the long pass: %+v", st)

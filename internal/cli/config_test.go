@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
 // clearEnv unsets every TQSCAVENGER_ variable for the test.
@@ -193,7 +195,7 @@ func TestConfigCommand(t *testing.T) {
 		"workers: 6  # env",
 		"every: 6h0m0s  # file",
 		"grace: 72h0m0s  # flag",
-		"# task-batch-size: 16  (default)",
+		fmt.Sprintf("# task-batch-size: %d  (default)", scavenger.New(nil, scavenger.Config{}).Config().TaskBatchSize),
 		`# listen: "127.0.0.1:9464"  (default)`,
 	} {
 		if !strings.Contains(text, want) {
