@@ -375,7 +375,6 @@ func (s *sqlBuf) cmp(cols []string, vals []any, op string) *sqlBuf {
 		expand(i + 1)
 		s.w("))")
 	}
-	s.w("(")
 	expand(0)
-	return s.w(")")
+	return s
 }

@@ -5,10 +5,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
@@ -56,62 +60,148 @@ const (
 )
 
 // seedDatabase writes c's queues and tasks into the empty task tables of
-// dsn, in the same format as package seed (queue names bench-N), with
-// multi-row INSERTs in large transactions instead of seed.Write's fenced
-// appends.
-//
-// Rows go in primary-key order, queue by queue, which is what B-trees
-// load fastest. Only the queues' (range_hash, index) pairs are held in
-// memory, not their rows.
+// dsn, in the same format as package seed (queue names bench-N): with
+// COPY on PostgreSQL, multi-row INSERTs in large transactions elsewhere,
+// instead of seed.Write's fenced appends.
 func seedDatabase(ctx context.Context, dsn string, c Case, now time.Time) error {
 	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Create: true})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	w := &seedWriter{db: db.SQL(), engine: db.Engine()}
-	w.queues = w.inserter("task_queues", "range_hash", "task_queue_id", "range_id", "data", "data_encoding")
-	w.tasks = w.inserter("tasks", "range_hash", "task_queue_id", "task_id", "data", "data_encoding")
-
-	ns := seed.DefaultNamespace
-	nsText := ns.String()
-	ks := kinds(c)
-	rangeID := int64(1 + c.TasksPerQueue/100000)
-	created := now.Add(-idleAge - time.Hour)
-	expiry := [3]time.Time{kindExpired: now.Add(-idleAge - time.Minute), kindFuture: now.Add(time.Hour)}
-	qinfo := wire.TaskQueueInfo{
-		NamespaceID:    nsText,
-		TaskType:       wire.TaskTypeActivity,
-		Kind:           wire.KindNormal,
-		LastUpdateTime: now.Add(-idleAge),
-		Subqueues:      []wire.SubqueueInfo{{Priority: 3}},
+	g := newRows(c, now)
+	if db.Engine() == sqlstore.Postgres {
+		return copyRows(ctx, db.SQL(), g)
 	}
-	for _, q := range queueOrder(c.Queues) {
-		name := namePrefix + "-" + strconv.Itoa(int(q.index))
-		id := wire.QueueID(ns, name, wire.TaskTypeActivity, 0)
-		rh := int64(q.rangeHash)
-		qinfo.Name = name
-		if err := w.add(ctx, w.queues, rh, id, rangeID, wire.EncodeTaskQueueInfo(qinfo), wire.EncodingProto3); err != nil {
-			return err
-		}
-		for i, k := range ks {
-			t := wire.AllocatedTaskInfo{
-				TaskID: int64(i + 1),
-				Data: wire.TaskInfo{
-					NamespaceID:      nsText,
-					WorkflowID:       "wf-" + name + "-" + strconv.Itoa(i),
-					RunID:            "run-0",
-					ScheduledEventID: 5,
-					CreateTime:       created,
-					ExpiryTime:       expiry[k],
-				},
-			}
-			if err := w.add(ctx, w.tasks, rh, id, t.TaskID, wire.EncodeAllocatedTaskInfo(t), wire.EncodingProto3); err != nil {
+	w := &seedWriter{db: db.SQL(), engine: db.Engine()}
+	for _, t := range []struct {
+		table string
+		rows  iter.Seq[[]any]
+	}{{"task_queues", g.queues()}, {"tasks", g.tasks()}} {
+		in := w.inserter(t.table, g.cols(t.table)...)
+		for row := range t.rows {
+			if err := w.add(ctx, in, row...); err != nil {
 				return err
 			}
 		}
+		if err := w.flush(ctx, in); err != nil {
+			return err
+		}
 	}
-	return w.finish(ctx)
+	return w.commit()
+}
+
+// copyRows writes the rows with COPY, table by table.
+func copyRows(ctx context.Context, db *sql.DB, g *rows) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("seed: PostgreSQL connection is a %T, not pgx's", dc)
+		}
+		for _, t := range []struct {
+			table string
+			rows  iter.Seq[[]any]
+		}{{"task_queues", g.queues()}, {"tasks", g.tasks()}} {
+			next, stop := iter.Pull(t.rows)
+			_, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{t.table}, g.cols(t.table), pgx.CopyFromFunc(func() ([]any, error) {
+				row, ok := next()
+				if !ok {
+					return nil, nil
+				}
+				return row, nil
+			}))
+			stop()
+			if err != nil {
+				return fmt.Errorf("seed: copy into %s: %w", t.table, err)
+			}
+		}
+		return nil
+	})
+}
+
+// rows generates the rows of a case in primary-key order: queue by queue,
+// each queue's tasks by task id, which is what B-trees load fastest.
+// Only the queues' (range_hash, index) pairs are held in memory.
+type rows struct {
+	c       Case
+	order   []queueRef
+	kinds   []uint8
+	rangeID int64
+	created time.Time
+	expiry  [3]time.Time
+	qinfo   wire.TaskQueueInfo
+}
+
+func newRows(c Case, now time.Time) *rows {
+	return &rows{
+		c:       c,
+		order:   queueOrder(c.Queues),
+		kinds:   kinds(c),
+		rangeID: int64(1 + c.TasksPerQueue/100000),
+		created: now.Add(-idleAge - time.Hour),
+		expiry:  [3]time.Time{kindExpired: now.Add(-idleAge - time.Minute), kindFuture: now.Add(time.Hour)},
+		qinfo: wire.TaskQueueInfo{
+			NamespaceID:    seed.DefaultNamespace.String(),
+			TaskType:       wire.TaskTypeActivity,
+			Kind:           wire.KindNormal,
+			LastUpdateTime: now.Add(-idleAge),
+			Subqueues:      []wire.SubqueueInfo{{Priority: 3}},
+		},
+	}
+}
+
+// cols are the columns of the rows of table, in the order they come.
+func (g *rows) cols(table string) []string {
+	if table == "tasks" {
+		return []string{"range_hash", "task_queue_id", "task_id", "data", "data_encoding"}
+	}
+	return []string{"range_hash", "task_queue_id", "range_id", "data", "data_encoding"}
+}
+
+func queueName(i uint32) string { return namePrefix + "-" + strconv.Itoa(int(i)) }
+
+func (g *rows) queues() iter.Seq[[]any] {
+	return func(yield func([]any) bool) {
+		info := g.qinfo
+		for _, q := range g.order {
+			info.Name = queueName(q.index)
+			id := wire.QueueID(seed.DefaultNamespace, info.Name, wire.TaskTypeActivity, 0)
+			if !yield([]any{int64(q.rangeHash), id, g.rangeID, wire.EncodeTaskQueueInfo(info), wire.EncodingProto3}) {
+				return
+			}
+		}
+	}
+}
+
+func (g *rows) tasks() iter.Seq[[]any] {
+	return func(yield func([]any) bool) {
+		ns := seed.DefaultNamespace.String()
+		for _, q := range g.order {
+			name := queueName(q.index)
+			id := wire.QueueID(seed.DefaultNamespace, name, wire.TaskTypeActivity, 0)
+			for i, k := range g.kinds {
+				t := wire.AllocatedTaskInfo{
+					TaskID: int64(i + 1),
+					Data: wire.TaskInfo{
+						NamespaceID:      ns,
+						WorkflowID:       "wf-" + name + "-" + strconv.Itoa(i),
+						RunID:            "run-0",
+						ScheduledEventID: 5,
+						CreateTime:       g.created,
+						ExpiryTime:       g.expiry[k],
+					},
+				}
+				if !yield([]any{int64(q.rangeHash), id, t.TaskID, wire.EncodeAllocatedTaskInfo(t), wire.EncodingProto3}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // queueRef is a queue by its index in the case, with its range_hash.
@@ -124,7 +214,7 @@ type queueRef struct {
 func queueOrder(n int) []queueRef {
 	ns := seed.DefaultNamespace
 	id := func(i uint32) []byte {
-		return wire.QueueID(ns, namePrefix+"-"+strconv.Itoa(int(i)), wire.TaskTypeActivity, 0)
+		return wire.QueueID(ns, queueName(i), wire.TaskTypeActivity, 0)
 	}
 	refs := make([]queueRef, n)
 	for i := range refs {
@@ -142,14 +232,13 @@ func queueOrder(n int) []queueRef {
 	return refs
 }
 
-// seedWriter batches rows of two tables into multi-row INSERTs inside
-// transactions of about txRows rows.
+// seedWriter batches rows into multi-row INSERTs inside transactions of
+// about txRows rows.
 type seedWriter struct {
-	db            *sql.DB
-	engine        sqlstore.Engine
-	tx            *sql.Tx
-	inTx          int
-	queues, tasks *inserter
+	db     *sql.DB
+	engine sqlstore.Engine
+	tx     *sql.Tx
+	inTx   int
 }
 
 // inserter buffers the rows of one table.
@@ -241,15 +330,4 @@ func (w *seedWriter) commit() error {
 		return fmt.Errorf("seed: commit: %w", err)
 	}
 	return nil
-}
-
-// finish writes what is buffered and commits.
-func (w *seedWriter) finish(ctx context.Context) error {
-	if err := w.flush(ctx, w.queues); err != nil {
-		return err
-	}
-	if err := w.flush(ctx, w.tasks); err != nil {
-		return err
-	}
-	return w.commit()
 }

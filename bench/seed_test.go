@@ -3,57 +3,64 @@ package bench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
-// TestSeedLikePackageSeed checks that the bulk seeder writes exactly the
-// rows seed.Write writes for the same spec.
+// TestSeedLikePackageSeed checks that the bulk seeder (COPY on
+// PostgreSQL, multi-row INSERTs elsewhere) writes exactly the rows
+// seed.Write writes for the same spec.
 func TestSeedLikePackageSeed(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, c := range []Case{
-		{Name: "mixed", Queues: 7, TasksPerQueue: 9, Expired: 0.4, NoExpiry: 0.3, Layout: seed.LiveFirst},
-		{Name: "expired", Queues: 3, TasksPerQueue: 5, Expired: 1, Layout: seed.ExpiredFirst},
-		{Name: "empty", Queues: 4},
-	} {
-		t.Run(c.Name, func(t *testing.T) {
-			dir := t.TempDir()
-			ours, theirs := "sqlite:"+filepath.Join(dir, "ours.db"), "sqlite:"+filepath.Join(dir, "theirs.db")
-			for _, dsn := range []string{ours, theirs} {
-				if err := setup(ctx, dsn); err != nil {
+	for _, e := range testdb.Engines {
+		for _, c := range []Case{
+			{Name: "mixed", Queues: 7, TasksPerQueue: 9, Expired: 0.4, NoExpiry: 0.3, Layout: seed.LiveFirst},
+			{Name: "expired", Queues: 3, TasksPerQueue: 2500, Expired: 1, Layout: seed.ExpiredFirst},
+			{Name: "empty", Queues: 1200},
+		} {
+			t.Run(string(e)+"/"+c.Name, func(t *testing.T) {
+				ours, theirs := testdb.DSN(t, e), testdb.DSN(t, e)
+				if err := seedDatabase(ctx, ours, c, now); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := seedDatabase(ctx, ours, c, now); err != nil {
-				t.Fatal(err)
-			}
-			db, err := sqlstore.Open(ctx, theirs, sqlstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = seed.Write(ctx, db, seed.Spec{NamePrefix: namePrefix, Queues: c.Queues, TasksPerQueue: c.TasksPerQueue,
-				Expired: c.Expired, NoExpiry: c.NoExpiry, Layout: c.Layout, IdleAge: idleAge, Now: now})
-			db.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range []string{
-				"SELECT range_hash, task_queue_id, range_id, data, data_encoding FROM task_queues ORDER BY range_hash, task_queue_id",
-				"SELECT range_hash, task_queue_id, task_id, data, data_encoding FROM tasks ORDER BY range_hash, task_queue_id, task_id",
-			} {
-				a, b := dump(t, ours, q), dump(t, theirs, q)
-				if !slices.Equal(a, b) {
-					t.Errorf("%s:\nbench seeder: %q\nseed.Write:   %q", q, a, b)
+				db, err := sqlstore.Open(ctx, theirs, sqlstore.Options{})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				_, err = seed.Write(ctx, db, seed.Spec{NamePrefix: namePrefix, Queues: c.Queues, TasksPerQueue: c.TasksPerQueue,
+					Expired: c.Expired, NoExpiry: c.NoExpiry, Layout: c.Layout, IdleAge: idleAge, Now: now})
+				db.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, q := range []string{
+					"SELECT range_hash, task_queue_id, range_id, data, data_encoding FROM task_queues ORDER BY range_hash, task_queue_id",
+					"SELECT range_hash, task_queue_id, task_id, data, data_encoding FROM tasks ORDER BY range_hash, task_queue_id, task_id",
+				} {
+					a, b := dump(t, ours, q), dump(t, theirs, q)
+					if len(a) != len(b) {
+						t.Errorf("%s: bench seeder wrote %d rows, seed.Write %d", q, len(a), len(b))
+					} else if i := firstDiff(a, b); i >= 0 {
+						t.Errorf("%s: row %d:\nbench seeder: %s\nseed.Write:   %s", q, i, a[i], b[i])
+					}
+				}
+			})
+		}
 	}
+}
+
+func firstDiff(a, b []string) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
 }
 
 // dump returns every row of q, formatted.
