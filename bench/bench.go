@@ -320,6 +320,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			break
 		}
 	}
+	r.logf("done; the benchmark's own peak RSS: %.1f MB", mb(selfMaxRSS()))
 	return rep, errors.Join(errs...)
 }
 

@@ -6,3 +6,6 @@ import "os"
 
 // maxRSS is unknown where there is no rusage.
 func maxRSS(*os.ProcessState) int64 { return 0 }
+
+// selfMaxRSS is unknown where there is no rusage.
+func selfMaxRSS() int64 { return 0 }

@@ -14,9 +14,22 @@ func maxRSS(ps *os.ProcessState) int64 {
 	if !ok {
 		return 0
 	}
-	// ru_maxrss is in bytes on macOS, kilobytes elsewhere.
-	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
-		return int64(ru.Maxrss)
+	return rssBytes(ru.Maxrss)
+}
+
+// selfMaxRSS returns this process's peak resident set, in bytes.
+func selfMaxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
 	}
-	return int64(ru.Maxrss) * 1024
+	return rssBytes(ru.Maxrss)
+}
+
+// rssBytes converts ru_maxrss: bytes on macOS, kilobytes elsewhere.
+func rssBytes(maxrss int64) int64 {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		return maxrss
+	}
+	return maxrss * 1024
 }
