@@ -22,6 +22,10 @@ type windowJob struct {
 	pos    store.TaskPos
 	// qi is the first queue not yet behind the scan.
 	qi int
+	// size is this window's scan size: the pass's adaptive batch size,
+	// cut while most rows read are skipped (queues that stop at a live
+	// head), so such queues cost a short read each, as in Temporal.
+	size int
 }
 
 var minTaskKey = store.TaskKey{Pass: -1 << 63, ID: -1 << 63}
@@ -50,7 +54,10 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 	p := w.p
 	through := w.queues[len(w.queues)-1].key
 	for budget := p.cfg.TasksPerJob; budget > 0; {
-		batch := p.batch.size()
+		if w.size == 0 {
+			w.size = p.batch.size()
+		}
+		batch := min(w.size, p.batch.size())
 		var rows []store.ScannedTask
 		err := p.timed(ctx, func() (err error) {
 			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, batch)
@@ -66,6 +73,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			skip    bool
 			curKey  store.QueueKey
 			started bool
+			skipped int
 		)
 		for _, r := range rows {
 			if !started || r.Queue.RangeHash != curKey.RangeHash || string(r.Queue.ID) != string(curKey.ID) {
@@ -75,6 +83,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 				skip = cur == nil || cur.stopped
 			}
 			if skip {
+				skipped++
 				continue
 			}
 			cur.examined++
@@ -95,6 +104,11 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		}
 		if len(rows) < batch {
 			return w.finish(ctx)
+		}
+		if skipped*2 > len(rows) {
+			w.size = max(16, batch/4)
+		} else {
+			w.size = min(p.batch.size(), batch*2)
 		}
 		last := rows[len(rows)-1]
 		w.pos = store.TaskPos{Queue: last.Queue, Task: last.Key}
