@@ -35,6 +35,7 @@ type scavengeFlags struct {
 	protect  multiFlag
 	tables   string
 	stmtTO   time.Duration
+	slow     time.Duration
 	maxConns int
 
 	maxDeletes, maxStatements float64
@@ -78,6 +79,7 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.retryMax, "retry-max", 0, "backoff cap for transient errors (default 30s)")
 	fs.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+scavenger.TemporalProtectedPrefix+`")`)
 	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
+	fs.DurationVar(&f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size (default 1s)")
 	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
 	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default 8; SQLite uses one)")
 	fs.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
@@ -110,13 +112,13 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 			return c, err
 		}
 	}
-	for name, v := range map[string]time.Duration{"grace": f.grace, "retry-initial": f.retryMin, "retry-max": f.retryMax, "statement-timeout": f.stmtTO} {
+	for name, v := range map[string]time.Duration{"slow-statement": f.slow, "grace": f.grace, "retry-initial": f.retryMin, "retry-max": f.retryMax, "statement-timeout": f.stmtTO} {
 		if v < 0 {
 			return c, usagef("--%s %s: must not be negative", name, v)
 		}
 	}
 	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
-	c.Grace, c.RetryInitial, c.RetryMax = f.grace, f.retryMin, f.retryMax
+	c.Grace, c.RetryInitial, c.RetryMax, c.SlowStatement = f.grace, f.retryMin, f.retryMax, f.slow
 	c.DryRun = f.dryRun
 	if f.protect.set {
 		c.ProtectedPrefixes = []string{}
