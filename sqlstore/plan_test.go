@@ -331,6 +331,18 @@ func explainGeneric(t *testing.T, db *sqlstore.DB, st sqlstore.Stmt) []string {
 		switch v := a.(type) {
 		case []byte:
 			lits = append(lits, fmt.Sprintf(`'\x%x'::bytea`, v))
+		case []int64:
+			var xs []string
+			for _, x := range v {
+				xs = append(xs, fmt.Sprint(x))
+			}
+			lits = append(lits, "'{"+strings.Join(xs, ",")+"}'::bigint[]")
+		case [][]byte:
+			var xs []string
+			for _, x := range v {
+				xs = append(xs, fmt.Sprintf(`'\x%x'::bytea`, x))
+			}
+			lits = append(lits, "ARRAY["+strings.Join(xs, ", ")+"]")
 		case string:
 			lits = append(lits, "'"+strings.ReplaceAll(v, "'", "''")+"'")
 		default:
