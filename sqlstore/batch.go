@@ -103,18 +103,7 @@ func (s *DB) deleteSetsSQL(t store.Table, sets []store.TaskSet) (b *builder, n i
 		}
 		b.w("(").whereQueue(set.Queue).w(" AND ")
 		if set.Keys != nil {
-			b.w("(", orderBy(t), ") IN (")
-			for i, k := range set.Keys {
-				if i > 0 {
-					b.w(", ")
-				}
-				if t == store.V2 {
-					b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
-				} else {
-					b.p(k.ID)
-				}
-			}
-			b.w(")")
+			b.keyIn(t, set.Keys)
 		} else {
 			b.taskRange(t, set.Range)
 		}

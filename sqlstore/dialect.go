@@ -210,3 +210,19 @@ func (b *builder) taskRange(t store.Table, r store.TaskRange) *builder {
 	}
 	return b.cmp(taskCols(t), taskVals(t, r.Max), "<=")
 }
+
+// keyIn writes "(task key columns) IN (keys)".
+func (b *builder) keyIn(t store.Table, keys []store.TaskKey) *builder {
+	b.w("(", orderBy(t), ") IN (")
+	for i, k := range keys {
+		if i > 0 {
+			b.w(", ")
+		}
+		if t == store.V2 {
+			b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
+		} else {
+			b.p(k.ID)
+		}
+	}
+	return b.w(")")
+}

@@ -430,18 +430,7 @@ func (s *DB) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey
 // deleteKeysSQL deletes the tasks of q with the given keys.
 func (s *DB) deleteKeysSQL(t store.Table, q store.QueueKey, keys []store.TaskKey) *builder {
 	b := s.newBuilder()
-	b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND (", orderBy(t), ") IN (")
-	for i, k := range keys {
-		if i > 0 {
-			b.w(", ")
-		}
-		if t == store.V2 {
-			b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
-		} else {
-			b.p(k.ID)
-		}
-	}
-	return b.w(")")
+	return b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").keyIn(t, keys)
 }
 
 // DeleteQueue implements store.Store.
@@ -611,18 +600,7 @@ func (s *DB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.Queue
 	for len(keys) > 0 {
 		n := min(len(keys), 500)
 		b := s.newBuilder()
-		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND (", orderBy(t), ") IN (")
-		for i, k := range keys[:n] {
-			if i > 0 {
-				b.w(", ")
-			}
-			if t == store.V2 {
-				b.w("(").p(k.Pass).w(", ").p(k.ID).w(")")
-			} else {
-				b.p(k.ID)
-			}
-		}
-		b.w(")")
+		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").keyIn(t, keys[:n])
 		for _, p := range parents {
 			// MySQL cannot reference the target table in a subquery of a
 			// DELETE, but the queue table is another table.
