@@ -221,29 +221,12 @@ func isBoolFlag(f *flag.Flag) bool {
 // each value came from, as YAML a config file can start from.
 func configCmd(ctx context.Context, e *env, args []string) error {
 	ss := newServeSettings(e, "config", "[serve flags]")
-	fs, sf, lf, df := ss.fs, &ss.sf, &ss.lf, &ss.df
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	// Report bad values as serve would, before printing them as good.
-	if isSet(fs, "every") && isSet(fs, "cron") {
-		return usagef("--every and --cron both given (on the command line, in the environment or in the config file): keep one")
-	}
-	cfg, err := sf.config()
+	// Bad values are reported as serve would, before being printed as good.
+	r, err := ss.resolve(args, io.Discard)
 	if err != nil {
 		return err
 	}
-	if _, err := lf.logger(io.Discard); err != nil {
-		return err
-	}
-	if _, _, err := df.schedule(); err != nil {
-		return err
-	}
-	settings, err := effectiveSettings(fs, args)
-	if err != nil {
-		return err
-	}
-	settings = withDefaults(settings, cfg)
+	settings := r.settings
 	fmt.Fprintln(e.stdout, "# tqscavenger serve: effective configuration, passwords masked.")
 	fmt.Fprintln(e.stdout, "# Precedence: flag > TQSCAVENGER_* environment > config file > default.")
 	fmt.Fprintln(e.stdout, "# Defaults are commented out, so this output is a config file that pins only what was set.")

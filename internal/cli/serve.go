@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/daemon"
+	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
 // serveFlags are serve's own flags, beside scavengeFlags and logFlags.
@@ -97,32 +99,51 @@ func newServeSettings(e *env, name, usage string) *serveSettings {
 	return s
 }
 
+// resolved is what serve runs with once flags, environment and config
+// file are read and checked.
+type resolved struct {
+	cfg      scavenger.Config
+	log      *slog.Logger
+	sched    daemon.Schedule
+	jitter   time.Duration
+	settings []daemon.Setting
+}
+
+// resolve parses args and checks every value as serve would; config shows
+// the same values, so it never prints a configuration serve would refuse.
+func (s *serveSettings) resolve(args []string, logOut io.Writer) (resolved, error) {
+	var r resolved
+	if err := parse(s.fs, args); err != nil {
+		return r, err
+	}
+	if isSet(s.fs, "every") && isSet(s.fs, "cron") {
+		return r, usagef("--every and --cron both given (on the command line, in the environment or in the config file): keep one")
+	}
+	var err error
+	if r.cfg, err = s.sf.config(); err != nil {
+		return r, err
+	}
+	if r.log, err = s.lf.logger(logOut); err != nil {
+		return r, err
+	}
+	if r.sched, r.jitter, err = s.df.schedule(); err != nil {
+		return r, err
+	}
+	if r.settings, err = effectiveSettings(s.fs, args); err != nil {
+		return r, err
+	}
+	r.settings = withDefaults(r.settings, r.cfg)
+	return r, nil
+}
+
 func serveCmd(ctx context.Context, e *env, args []string) error {
 	ss := newServeSettings(e, "serve", "--db DSN [flags]")
-	fs, sf, lf, df := ss.fs, &ss.sf, &ss.lf, &ss.df
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if isSet(fs, "every") && isSet(fs, "cron") {
-		return usagef("--every and --cron both given (on the command line, in the environment or in the config file): keep one")
-	}
-	cfg, err := sf.config()
+	sf, df := &ss.sf, &ss.df
+	r, err := ss.resolve(args, e.stderr)
 	if err != nil {
 		return err
 	}
-	log, err := lf.logger(e.stderr)
-	if err != nil {
-		return err
-	}
-	sched, jitter, err := df.schedule()
-	if err != nil {
-		return err
-	}
-	settings, err := effectiveSettings(fs, args)
-	if err != nil {
-		return err
-	}
-	settings = withDefaults(settings, cfg)
+	cfg, log, sched, jitter, settings := r.cfg, r.log, r.sched, r.jitter, r.settings
 	// A database that cannot be reached or is not Temporal's stops serve at
 	// once (exit status 2): a service manager shows the error and retries.
 	// Failures after start fail single passes instead.
