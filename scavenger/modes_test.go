@@ -276,9 +276,10 @@ func TestOrphans(t *testing.T) {
 				}
 				var st store.Store = db
 				if c.revive {
+					revived := row // both orphan jobs (subqueues 0 and 1) revive it
+					revived.RangeID = 1
 					st = &reviveStore{Store: db, revive: func() {
-						row.RangeID = 1
-						if err := db.CreateQueue(context.Background(), store.V1, row); err != nil && !isCondition(err) {
+						if err := db.CreateQueue(context.Background(), store.V1, revived); err != nil && !isCondition(err) {
 							t.Error(err)
 						}
 					}}
