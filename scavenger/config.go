@@ -41,11 +41,11 @@ const (
 
 // tqscavenger's defaults, where they differ from Temporal's: large
 // batches (scans and deletes of up to 1000 rows, adapting to the
-// database), pages of 256 queues, and fewer workers, since the database,
+// database), pages of 1000 queues, and fewer workers, since the database,
 // not the scavenger, is the bottleneck.
 const (
 	DefaultWorkers       = 4
-	DefaultListPageSize  = 256
+	DefaultListPageSize  = 1000
 	DefaultTaskBatchSize = 1000
 	DefaultTasksPerJob   = 20000
 )
@@ -59,7 +59,7 @@ type Config struct {
 	// Workers is the number of jobs run at once. Default 4 (Temporal: 32).
 	Workers int
 	// ListPageSize is how many queue rows one listing statement reads.
-	// Default 256 (Temporal: 32).
+	// Default 1000 (Temporal: 32).
 	ListPageSize int
 	// TaskBatchSize is how many tasks one read returns: in tqscavenger's
 	// mode the most, as it adapts to the database. Default 1000

@@ -11,10 +11,16 @@ import (
 // small queues issue a few statements per page of queues instead of a few
 // per queue.
 
-// maxSetsPerStatement bounds the OR terms (and so the parameters) of one
-// batched delete: MySQL and SQLite limit placeholders, and a huge
-// statement holds its locks for long.
-const maxSetsPerStatement = 200
+// maxSets bounds the sets (OR terms, and so the parameters) of one batched
+// delete: a page of 1000 queues goes in one statement, but SQLite parses an
+// OR chain into an expression tree at most 1000 deep, and a huge statement
+// holds its locks for long.
+func (s *DB) maxSets() int {
+	if s.d.engine == SQLite {
+		return 500
+	}
+	return 1000
+}
 
 // ScanTasks implements store.Store.
 func (s *DB) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
@@ -95,7 +101,7 @@ func (s *DB) deleteSetsSQL(t store.Table, sets []store.TaskSet) (b *builder, n i
 	b = s.newBuilder()
 	b.w("DELETE FROM ", taskTable(t), " WHERE ")
 	for _, set := range sets {
-		if n > 0 && (n == maxSetsPerStatement || params+len(set.Keys)*2 > 4000) {
+		if n > 0 && (n == s.maxSets() || params+len(set.Keys)*2 > 4000) {
 			break
 		}
 		if n > 0 {
@@ -120,7 +126,7 @@ func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.Que
 	defer cancel()
 	var total int64
 	for len(fences) > 0 {
-		n := min(len(fences), maxSetsPerStatement)
+		n := min(len(fences), s.maxSets())
 		b := s.deleteQueuesSQL(t, fences[:n])
 		d, err := s.exec(ctx, b.String(), b.args)
 		total += d
@@ -145,6 +151,18 @@ func (s *DB) deleteQueuesSQL(t store.Table, fences []store.QueueFence) *builder 
 		b.w("DELETE FROM ", queueTable(t), " q USING unnest(").p(rhs).w("::bigint[], ").p(ids).w("::bytea[], ").p(rids).
 			w("::bigint[]) AS f(rh, id, rid) WHERE q.range_hash = f.rh AND q.task_queue_id = f.id AND q.range_id = f.rid")
 		return b
+	}
+	if s.d.engine == MySQL {
+		// A row-value IN list is one range lookup per row for MariaDB,
+		// where OR'ed conditions are re-planned term by term.
+		b.w("DELETE FROM ", queueTable(t), " WHERE (range_hash, task_queue_id, range_id) IN (")
+		for i, f := range fences {
+			if i > 0 {
+				b.w(", ")
+			}
+			b.w("(").p(int64(f.RangeHash)).w(", ").p(f.ID).w(", ").p(f.RangeID).w(")")
+		}
+		return b.w(")")
 	}
 	b.w("DELETE FROM ", queueTable(t), " WHERE ")
 	for i, f := range fences {

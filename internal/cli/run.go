@@ -70,7 +70,7 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
 	fs.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
 	fs.IntVar(&f.workers, "workers", 0, "jobs run at once (default 4; 32 with --compat=temporal)")
-	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement (default 256; 32 with --compat=temporal)")
+	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement (default 1000; 32 with --compat=temporal)")
 	fs.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it (default 1000; 16 with --compat=temporal)")
 	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker (default 20000; 256 with --compat=temporal)")
 	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass (default 10000)")
