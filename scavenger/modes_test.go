@@ -338,3 +338,33 @@ func TestScope(t *testing.T) {
 		})
 	}
 }
+
+// TestExpiredLeftBehindALiveHead: the expired tasks a pass reads but must
+// leave (behind a live head) are counted, in both job kinds.
+func TestExpiredLeftBehindALiveHead(t *testing.T) {
+	cases := []struct {
+		name      string
+		compat    scavenger.Compat
+		subqueues int
+		want      int64
+	}{
+		{"default, one subqueue (page scan)", "", 1, 30},
+		{"default, two subqueues (queue job)", "", 2, 60},
+		{"temporal: the rest of the first batch of 16", scavenger.CompatTemporal, 1, 15},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db := newSQLite(t)
+			mustSeed(t, db, seed.Spec{Queues: 1, Subqueues: c.subqueues, TasksPerQueue: 40, Expired: 0.75, NoExpiry: 0.25, Layout: seed.LiveFirst, IdleAge: 72 * time.Hour})
+			cfg := baseConfig()
+			cfg.Compat = c.compat
+			st, err := scavenger.New(db, cfg).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.TasksExpiredLeft != c.want || st.TasksDeleted != 0 {
+				t.Errorf("expired left %d, deleted %d; want %d, 0", st.TasksExpiredLeft, st.TasksDeleted, c.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tqscavenger/tqscavenger/executor"
 	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
 )
 
 // windowJob scavenges a page of listed queues that have a single subqueue
@@ -84,6 +85,13 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			}
 			if skip {
 				skipped++
+				if cur != nil {
+					// Behind this queue's live head: count what stays expired,
+					// as queueJob does, for Stats.TasksExpiredLeft.
+					if tt, err := wire.DecodeTaskTimes(r.Encoding, r.Data); err == nil && wire.Expired(tt.ExpiryTime, now) {
+						p.c.tasksExpiredLeft.Add(1)
+					}
+				}
 				continue
 			}
 			cur.examined++
