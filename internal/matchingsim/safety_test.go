@@ -67,12 +67,19 @@ func TestConcurrentWriterSafety(t *testing.T) {
 	for _, e := range testdb.Engines {
 		t.Run(string(e), func(t *testing.T) {
 			var total result
+			ran := false
 			for i, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
 					r := runSafety(t, e, m.cfg, per, uint64(i), nil)
 					r.check(t)
 					total.add(r)
+					ran = true
 				})
+			}
+			if !ran {
+				// Every mode skipped: the engine's server is not configured
+				// (testdb says which variable to set; CI=true fails instead).
+				t.Skipf("%s: no mode ran", e)
 			}
 			t.Logf("%s total: %s", e, total.counts())
 			// A queue must idle for the grace before it may go: shorter
