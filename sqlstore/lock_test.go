@@ -37,7 +37,7 @@ func TestLock(t *testing.T) {
 			if !errors.Is(err, sqlstore.ErrLocked) {
 				t.Fatalf("%s: Lock(wait=false) while held: %v, want ErrLocked", name, err)
 			}
-			if took := time.Since(start); took > 2*time.Second {
+			if took := time.Since(start); took > 10*time.Second { // a hang guard: wait=false must not wait for the holder
 				t.Errorf("%s: Lock(wait=false) took %s", name, took)
 			}
 		}
