@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"iter"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,8 +122,8 @@ func copyRows(ctx context.Context, db *sql.DB, g *rows) error {
 	})
 }
 
-// rows generates the rows of a case in primary-key order: queue by queue,
-// each queue's tasks by task id, which is what B-trees load fastest.
+// rows generates the rows of a case queue by queue, in the order the
+// queues were created (see queueOrder), each queue's tasks by task id.
 // Only the queues' (range_hash, index) pairs are held in memory.
 type rows struct {
 	c       Case
@@ -209,26 +207,17 @@ type queueRef struct {
 	rangeHash, index uint32
 }
 
-// queueOrder returns the queues 0..n-1 in primary-key order: by
-// range_hash, then by task_queue_id for the rare equal hashes.
+// queueOrder returns the queues 0..n-1 in the order they are written:
+// the order of their creation, as a Temporal cluster writes its queues
+// over time. Their primary keys, led by a hash, are in random order, so
+// rows next to each other in a key range lie apart on disk (SQLite's and
+// PostgreSQL's tables keep insertion order), as in a real database.
 func queueOrder(n int) []queueRef {
 	ns := seed.DefaultNamespace
-	id := func(i uint32) []byte {
-		return wire.QueueID(ns, queueName(i), wire.TaskTypeActivity, 0)
-	}
 	refs := make([]queueRef, n)
 	for i := range refs {
-		refs[i] = queueRef{rangeHash: wire.RangeHash(id(uint32(i))), index: uint32(i)}
+		refs[i] = queueRef{rangeHash: wire.RangeHash(wire.QueueID(ns, queueName(uint32(i)), wire.TaskTypeActivity, 0)), index: uint32(i)}
 	}
-	slices.SortFunc(refs, func(a, b queueRef) int {
-		if a.rangeHash != b.rangeHash {
-			if a.rangeHash < b.rangeHash {
-				return -1
-			}
-			return 1
-		}
-		return bytes.Compare(id(a.index), id(b.index))
-	})
 	return refs
 }
 
