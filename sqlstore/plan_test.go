@@ -194,6 +194,7 @@ func TestQueryPlans(t *testing.T) {
 				checks = append(checks,
 					planCheck{tb.String() + " scan tasks across queues", db.ScanTasksStmt(tb, store.TaskPos{Queue: qs[2], Task: *after}, keys[len(keys)/3], 1000), tt, true},
 					planCheck{tb.String() + " delete task sets", db.DeleteTaskSetsStmt(tb, sets), tt, true},
+					planCheck{tb.String() + " delete task ranges", db.DeleteTaskSetsStmt(tb, sets[1:]), tt, true},
 					planCheck{tb.String() + " delete queues", db.DeleteQueuesStmt(tb, fences), qt, true},
 				)
 				for i, st := range db.DeleteTasksStmts(tb, q, r, 100) {
