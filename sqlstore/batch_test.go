@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -100,4 +101,99 @@ func span(lo, hi int) []int {
 
 func without(s []int, drop ...int) []int {
 	return slices.DeleteFunc(s, func(i int) bool { return slices.Contains(drop, i) })
+}
+
+// TestDeleteTaskRanges: v1 range sets, the form a page scan deletes,
+// delete exactly the tasks in their ranges, whatever their shape.
+func TestDeleteTaskRanges(t *testing.T) {
+	// Queues q0..q9 under one range_hash, each with tasks 1..10.
+	type set struct{ q, min, max int } // min 0: from the first task
+	full := func(qs ...int) []set {
+		var out []set
+		for _, q := range qs {
+			out = append(out, set{q, 1, 10})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		sets []set
+		// gone are tasks deleted after the caller read them: q*100+id.
+		gone    []int
+		shuffle bool
+	}{
+		{name: "whole span", sets: full(2, 3, 4, 5, 6)},
+		{name: "whole span, from the first task", sets: []set{{2, 0, 10}, {3, 0, 10}, {4, 0, 10}}},
+		{name: "sets out of order", sets: full(2, 3, 4, 5, 6), shuffle: true},
+		{name: "a queue between not in a set", sets: full(2, 3, 5, 6)},
+		{name: "newer tasks above each set", sets: []set{{2, 1, 8}, {3, 1, 8}, {4, 1, 8}}},
+		{name: "first set starts inside its queue", sets: []set{{2, 4, 10}, {3, 1, 10}}},
+		{name: "last set ends inside its queue", sets: []set{{2, 1, 10}, {3, 1, 5}}},
+		{name: "two runs of one queue", sets: []set{{2, 1, 3}, {2, 6, 10}, {3, 1, 10}}},
+		{name: "tasks gone since read", sets: full(2, 3, 4), gone: []int{305, 306, 410}},
+		{name: "one set", sets: full(4)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+				key := func(q int) store.QueueKey { return qk(7, fmt.Sprintf("q%d", q)) }
+				var all []store.TaskRow
+				for id := 1; id <= 10; id++ {
+					all = append(all, task(0, int64(id)))
+				}
+				for q := range 10 {
+					mustAppend(t, db, store.V1, key(q), key(q), all...)
+				}
+				var sets []store.TaskSet
+				for _, s := range tt.sets {
+					r := store.TaskRange{Max: store.TaskKey{ID: int64(s.max)}}
+					if s.min > 0 {
+						r.Min = store.TaskKey{ID: int64(s.min)}
+					}
+					sets = append(sets, store.TaskSet{Queue: key(s.q), Range: r})
+				}
+				for _, g := range tt.gone {
+					if _, err := db.DeleteTaskKeys(ctx, store.V1, key(g/100), []store.TaskKey{{ID: int64(g % 100)}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tt.shuffle {
+					rand.New(rand.NewPCG(3, 4)).Shuffle(len(sets), func(i, j int) { sets[i], sets[j] = sets[j], sets[i] })
+				}
+				var want []string // tasks left, q*100+id in key order
+				wantN := int64(0)
+				for q := range 10 {
+					for id := 1; id <= 10; id++ {
+						if slices.Contains(tt.gone, q*100+id) {
+							continue
+						}
+						in := slices.ContainsFunc(tt.sets, func(s set) bool { return s.q == q && id >= s.min && id <= s.max })
+						if in {
+							wantN++
+						} else {
+							want = append(want, fmt.Sprintf("q%d/%d", q, id))
+						}
+					}
+				}
+				n, err := db.DeleteTaskSets(ctx, store.V1, sets)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != wantN {
+					t.Errorf("deleted %d, want %d", n, wantN)
+				}
+				left, err := db.ScanTasks(ctx, store.V1, store.TaskPos{}, qk(math.MaxUint32, "\xff"), 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, r := range left {
+					got = append(got, fmt.Sprintf("%s/%d", r.Queue.ID, r.Key.ID))
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("tasks left %q,\nwant %q", got, want)
+				}
+			})
+		})
+	}
 }
