@@ -1,12 +1,16 @@
 package sqlstore_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -26,11 +30,14 @@ func TestDeleteQueuesBatch(t *testing.T) {
 		changed, missing []int
 		shuffle          bool
 		table            store.Table
+		// wholeRange: the fences are every row of their key range, which
+		// MySQL deletes as that range.
+		wholeRange bool
 	}{
-		{name: "whole range inside others", fenced: span(3, 16)},
-		{name: "whole range, fences out of order", fenced: span(3, 16), shuffle: true},
-		{name: "whole table", fenced: span(0, 19)},
-		{name: "whole range in v2", fenced: span(3, 16), table: store.V2},
+		{name: "whole range inside others", fenced: span(3, 16), wholeRange: true},
+		{name: "whole range, fences out of order", fenced: span(3, 16), shuffle: true, wholeRange: true},
+		{name: "whole table", fenced: span(0, 19), wholeRange: true},
+		{name: "whole range in v2", fenced: span(3, 16), table: store.V2, wholeRange: true},
 		{name: "unlisted rows between", fenced: without(span(0, 19), 5, 12)},
 		{name: "one changed since", fenced: span(3, 16), changed: []int{9}},
 		{name: "one gone", fenced: span(3, 16), missing: []int{9}},
@@ -67,12 +74,18 @@ func TestDeleteQueuesBatch(t *testing.T) {
 				if tt.shuffle {
 					rand.New(rand.NewPCG(1, 2)).Shuffle(len(fences), func(i, j int) { fences[i], fences[j] = fences[j], fences[i] })
 				}
+				ranges := db.QueueRanges()
 				n, err := db.DeleteQueues(ctx, tb, fences)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if wantN := 20 - len(tt.missing) - len(want); n != int64(wantN) {
 					t.Errorf("deleted %d, want %d", n, wantN)
+				}
+				if e == sqlstore.MySQL {
+					if got := db.QueueRanges() - ranges; got != 0 && !tt.wholeRange || got != 1 && tt.wholeRange {
+						t.Errorf("%d range deletes, want one only for a whole range (%v)", got, tt.wholeRange)
+					}
 				}
 				rows, err := db.ListQueues(ctx, tb, nil, 100)
 				if err != nil {
@@ -195,5 +208,117 @@ func TestDeleteTaskRanges(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestQueueRangeLocks: while MySQL's range delete holds its locks, a
+// matching host can neither create a queue inside the range nor take over
+// a fenced row; once it is done, both work.
+func TestQueueRangeLocks(t *testing.T) {
+	db := testdb.Open(t, sqlstore.MySQL)
+	other := testdb.OpenDSN(t, db.DSN().String())
+	conn, err := other.SQL().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	key := func(i int) store.QueueKey { return qk(7, fmt.Sprintf("r%02d", i)) }
+	var fences []store.QueueFence
+	for i := range 10 {
+		if i != 5 { // r05 is created during the delete
+			mustCreate(t, db, store.V1, queueRow(key(i), 1))
+			fences = append(fences, store.QueueFence{QueueKey: key(i), RangeID: 1})
+		}
+	}
+	create := "INSERT INTO task_queues (range_hash, task_queue_id, range_id, data, data_encoding) VALUES (7, 'r05', 1, 'x', 'Proto3')"
+	takeOver := "UPDATE task_queues SET range_id = 2 WHERE range_hash = 7 AND task_queue_id = 'r03'"
+	var during []error
+	db.SetAfterRangeLock(func() {
+		for _, q := range []string{create, takeOver} {
+			_, err := conn.ExecContext(ctx, q)
+			during = append(during, err)
+		}
+	})
+	n, err := db.DeleteQueues(ctx, store.V1, fences)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 9 || db.QueueRanges() != 1 {
+		t.Fatalf("deleted %d rows in %d range deletes, want 9 in 1", n, db.QueueRanges())
+	}
+	for i, err := range during {
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1205 {
+			t.Errorf("statement %d during the delete: %v, want a lock wait timeout (1205)", i, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, create); err != nil {
+		t.Errorf("create after the delete: %v", err)
+	}
+}
+
+// TestQueueRangeBusy: when a matching host holds a lock in the range,
+// MySQL's range delete does not wait holding locks of its own: the fences
+// are deleted as a list, which waits for the host like any write and then
+// leaves the row the host took over.
+func TestQueueRangeBusy(t *testing.T) {
+	db := testdb.Open(t, sqlstore.MySQL)
+	other := testdb.OpenDSN(t, db.DSN().String())
+	key := func(i int) store.QueueKey { return qk(7, fmt.Sprintf("r%02d", i)) }
+	var fences []store.QueueFence
+	for i := range 10 {
+		mustCreate(t, db, store.V1, queueRow(key(i), 1))
+		fences = append(fences, store.QueueFence{QueueKey: key(i), RangeID: 1})
+	}
+	host, err := other.SQL().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Rollback()
+	if _, err := host.ExecContext(ctx, "UPDATE task_queues SET range_id = 2 WHERE range_hash = 7 AND task_queue_id = 'r03'"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := db.DeleteQueues(ctx, store.V1, fences)
+		done <- result{n, err}
+	}()
+	// The signal: the fenced delete of the list, waiting on the server
+	// for the host's lock. (Not information_schema.innodb_trx: InnoDB
+	// refreshes it only after 0.1 s without a read.)
+	for waiting := 0; waiting == 0; {
+		select {
+		case r := <-done:
+			t.Fatalf("delete returned (%d, %v) while the host held its lock", r.n, r.err)
+		default:
+		}
+		if err := other.SQL().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info LIKE 'DELETE FROM task\\_queues WHERE (range\\_hash, task\\_queue\\_id, range\\_id) IN %'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		runtime.Gosched()
+	}
+	if err := host.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.n != 9 {
+		t.Fatalf("delete: %d rows, %v; want 9", r.n, r.err)
+	}
+	if db.QueueRanges() != 0 {
+		t.Errorf("%d range deletes, want none", db.QueueRanges())
+	}
+	rows, err := db.ListQueues(ctx, store.V1, nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || string(rows[0].ID) != "r03" || rows[0].RangeID != 2 {
+		t.Errorf("rows left %v, want r03 at range_id 2", rows)
 	}
 }

@@ -85,7 +85,21 @@ func (s *DB) DeleteTaskSetsStmt(t store.Table, sets []store.TaskSet) Stmt {
 	return stmtOf(b)
 }
 
-// DeleteQueuesStmt is the first statement DeleteQueues runs.
+// DeleteQueuesStmt is the statement DeleteQueues runs to delete fences as
+// a list.
 func (s *DB) DeleteQueuesStmt(t store.Table, fences []store.QueueFence) Stmt {
 	return stmtOf(s.deleteQueuesSQL(t, fences))
 }
+
+// QueueRangeStmts are the statements of MySQL's locked range delete of the
+// n fences from lo to hi: the locking read and the delete.
+func (s *DB) QueueRangeStmts(t store.Table, lo, hi store.QueueKey, n int) (lock, del Stmt) {
+	l, d := s.queueRangeSQL(t, lo, hi, n)
+	return stmtOf(l), stmtOf(d)
+}
+
+// QueueRanges counts the batches of queue deletes done as one key range.
+func (s *DB) QueueRanges() int64 { return s.queueRanges.Load() }
+
+// SetAfterRangeLock makes f run while a range delete holds its locks.
+func (s *DB) SetAfterRangeLock(f func()) { s.afterRangeLock = f }

@@ -19,7 +19,7 @@ import (
 // statement (KILL QUERY, from another connection), and the call returns
 // what the server then says: interrupted, or done if it finished first.
 // Reads are left to the driver: a read the caller gave up on has no
-// effect.
+// effect (the one locking read, in DeleteQueues, does not wait for locks).
 
 // killGrace is how long a killed statement's answer may take before the
 // connection is dropped anyway (the server or the network is gone).

@@ -197,6 +197,17 @@ func TestQueryPlans(t *testing.T) {
 					planCheck{tb.String() + " delete task ranges", db.DeleteTaskSetsStmt(tb, sets[1:]), tt, true},
 					planCheck{tb.String() + " delete queues", db.DeleteQueuesStmt(tb, fences), qt, true},
 				)
+				if e == sqlstore.MySQL {
+					lo, hi := keys[10], keys[40]
+					if hi.Less(lo) {
+						lo, hi = hi, lo
+					}
+					lock, del := db.QueueRangeStmts(tb, lo, hi, 31)
+					checks = append(checks,
+						planCheck{tb.String() + " lock a range of queues", lock, qt, true},
+						planCheck{tb.String() + " delete a range of queues", del, qt, true},
+					)
+				}
 				for i, st := range db.DeleteTasksStmts(tb, q, r, 100) {
 					checks = append(checks, planCheck{fmt.Sprintf("%s limited delete in a range (%d)", tb, i+1), st, tt, true})
 				}

@@ -59,6 +59,11 @@ type DB struct {
 	stmts map[string]*sql.Stmt
 
 	statements atomic.Int64
+	// queueRanges counts batches of queue deletes done as one key range
+	// (MySQL); afterRangeLock, if set, runs once their rows are locked.
+	// Both are for tests.
+	queueRanges    atomic.Int64
+	afterRangeLock func()
 
 	// release undoes what Open set up beyond the sql.DB (e.g. a lock file).
 	closers []func() error
