@@ -39,26 +39,7 @@ func bulkQueues(t *testing.T, db *sqlstore.DB, n int) []store.QueueKey {
 		keys[i] = store.QueueKey{RangeHash: rng.Uint32(), ID: id}
 	}
 	for _, table := range []string{"task_queues", "task_queues_v2"} {
-		for start := 0; start < n; start += 500 {
-			var b strings.Builder
-			var args []any
-			fmt.Fprintf(&b, "INSERT INTO %s (range_hash, task_queue_id, range_id, data, data_encoding) VALUES ", table)
-			for i, k := range keys[start:min(n, start+500)] {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteString("(")
-				for j, v := range []any{int64(k.RangeHash), k.ID, int64(1), []byte("blob"), "Proto3"} {
-					if j > 0 {
-						b.WriteString(", ")
-					}
-					args = append(args, v)
-					b.WriteString(db.Placeholder(len(args)))
-				}
-				b.WriteString(")")
-			}
-			testdb.Exec(t, db, b.String(), args...)
-		}
+		insertQueues(t, db, table, keys)
 	}
 	return keys
 }
