@@ -35,7 +35,7 @@ func BenchmarkDeleteQueues(b *testing.B) {
 						b.StopTimer()
 						keys := randomKeys(rng, batch, 0)
 						insertQueues(b, db, "task_queues", keys)
-						slices.SortFunc(keys, compareKeys)
+						slices.SortFunc(keys, store.QueueKey.Compare)
 						b.StartTimer()
 						var n int64
 						if form == "fenced" {
@@ -77,16 +77,6 @@ func randomKeys(rng *rand.Rand, n int, minHash uint32) []store.QueueKey {
 		keys[i] = store.QueueKey{RangeHash: minHash + rng.Uint32()>>1, ID: id}
 	}
 	return keys
-}
-
-func compareKeys(a, b store.QueueKey) int {
-	switch {
-	case a.Less(b):
-		return -1
-	case b.Less(a):
-		return 1
-	}
-	return 0
 }
 
 // insertQueues inserts queue rows into table at range_id 1, in the order

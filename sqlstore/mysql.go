@@ -173,15 +173,7 @@ func (s *DB) deleteQueueRange(ctx context.Context, t store.Table, fences []store
 // write does, without this transaction's locks on rows it will not delete.
 func (s *DB) lockQueueRange(ctx context.Context, t store.Table, fences []store.QueueFence) (_ int64, done bool, err error) {
 	sorted := slices.Clone(fences)
-	slices.SortFunc(sorted, func(a, b store.QueueFence) int {
-		switch {
-		case a.QueueKey.Less(b.QueueKey):
-			return -1
-		case b.QueueKey.Less(a.QueueKey):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(sorted, func(a, b store.QueueFence) int { return a.Compare(b.QueueKey) })
 	lock, del := s.queueRangeSQL(t, sorted[0].QueueKey, sorted[len(sorted)-1].QueueKey, len(sorted))
 	s.statements.Add(1)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})

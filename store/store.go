@@ -11,6 +11,8 @@
 package store
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,11 +51,15 @@ type QueueKey struct {
 func (k QueueKey) String() string { return fmt.Sprintf("%d/%x", k.RangeHash, k.ID) }
 
 // Less reports whether k sorts before o in primary-key order.
-func (k QueueKey) Less(o QueueKey) bool {
-	if k.RangeHash != o.RangeHash {
-		return k.RangeHash < o.RangeHash
+func (k QueueKey) Less(o QueueKey) bool { return k.Compare(o) < 0 }
+
+// Compare returns -1, 0 or +1 as k sorts before, with or after o in
+// primary-key order, for slices.SortFunc and the like.
+func (k QueueKey) Compare(o QueueKey) int {
+	if c := cmp.Compare(k.RangeHash, o.RangeHash); c != 0 {
+		return c
 	}
-	return string(k.ID) < string(o.ID)
+	return bytes.Compare(k.ID, o.ID)
 }
 
 // QueueRow is one row of task_queues or task_queues_v2.
