@@ -119,102 +119,94 @@ var (
 
 // tasks reads the task table and deletes the expired tasks.
 func (p *rawPass) tasks(ctx context.Context) error {
-	del := &spans{p: p, table: "tasks", cols: taskCols}
 	var (
-		after   *rowKey
 		lastEnc []byte
 		encStr  string
 		lastID  []byte
 	)
-	page := make([]keyed, 0, p.cfg.PageSize)
-	for {
-		page = page[:0]
-		b := p.sql().w("SELECT range_hash, task_queue_id, task_id, data_encoding, data FROM tasks")
-		if after != nil {
-			b.w(" WHERE ").cmp(taskCols, after.vals(taskCols), ">")
+	n, err := p.sweep(ctx, "tasks", taskCols, "data_encoding, data", func(rows *sql.Rows) (keyed, error) {
+		var (
+			k         rowKey
+			enc, data sql.RawBytes
+		)
+		if err := rows.Scan(&k.rangeHash, &k.id, &k.taskID, &enc, &data); err != nil {
+			return keyed{}, err
 		}
-		b.w(" ORDER BY range_hash, task_queue_id, task_id LIMIT " + strconv.Itoa(p.cfg.PageSize))
-		err := p.query(ctx, b, func(rows *sql.Rows) error {
-			var (
-				k         rowKey
-				enc, data sql.RawBytes
-			)
-			if err := rows.Scan(&k.rangeHash, &k.id, &k.taskID, &enc, &data); err != nil {
-				return err
-			}
-			if !bytes.Equal(enc, lastEnc) {
-				lastEnc, encStr = append(lastEnc[:0], enc...), string(enc)
-			}
-			p.st.TasksProcessed++
-			t, err := wire.DecodeTaskTimes(encStr, data)
-			gone := err == nil && wire.Expired(t.ExpiryTime, p.cfg.Now)
-			if !gone && !bytes.Equal(k.id, lastID) {
-				// A task stays: the queue owning this (sub)queue is not
-				// empty. Which row owns it is ambiguous for some names;
-				// keep every candidate.
-				for _, c := range wire.CandidateParents(k.id) {
-					p.nonEmpty[string(c.QueueID)] = struct{}{}
-				}
-				lastID = k.id
-			}
-			page = append(page, keyed{key: k, gone: gone})
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("raw: read tasks: %w", err)
+		if !bytes.Equal(enc, lastEnc) {
+			lastEnc, encStr = append(lastEnc[:0], enc...), string(enc)
 		}
-		// The deletes wait for the read to finish: SQLite has one
-		// connection, and deleting behind the keyset cursor does not move it.
-		for _, r := range page {
-			if err := del.add(ctx, r); err != nil {
-				return err
+		p.st.TasksProcessed++
+		t, err := wire.DecodeTaskTimes(encStr, data)
+		gone := err == nil && wire.Expired(t.ExpiryTime, p.cfg.Now)
+		if !gone && !bytes.Equal(k.id, lastID) {
+			// A task stays: the queue owning this (sub)queue is not
+			// empty. Which row owns it is ambiguous for some names;
+			// keep every candidate.
+			for _, c := range wire.CandidateParents(k.id) {
+				p.nonEmpty[string(c.QueueID)] = struct{}{}
 			}
+			lastID = k.id
 		}
-		if len(page) < p.cfg.PageSize {
-			break
-		}
-		after = &page[len(page)-1].key
-	}
-	err := del.flush(ctx)
-	p.st.TasksDeleted = del.deleted
+		return keyed{key: k, gone: gone}, nil
+	})
+	p.st.TasksDeleted = n
 	return err
 }
 
 // queues reads the queue table and deletes the queue rows that are idle
 // and empty.
 func (p *rawPass) queues(ctx context.Context) error {
-	del := &spans{p: p, table: "task_queues", cols: queueCols}
+	n, err := p.sweep(ctx, "task_queues", queueCols, "data_encoding, data", func(rows *sql.Rows) (keyed, error) {
+		var (
+			k    rowKey
+			enc  string
+			data sql.RawBytes
+		)
+		if err := rows.Scan(&k.rangeHash, &k.id, &enc, &data); err != nil {
+			return keyed{}, err
+		}
+		p.st.QueuesListed++
+		info, err := wire.DecodeTaskQueueInfo(enc, data)
+		_, kept := p.nonEmpty[string(k.id)]
+		gone := err == nil && !kept && !info.OtherHasTasks && p.cfg.Now.Sub(info.LastUpdateTime) >= p.cfg.Grace
+		return keyed{key: k, gone: gone}, nil
+	})
+	p.st.QueuesDeleted = n
+	return err
+}
+
+// sweep reads table in primary-key order (its key columns cols, then
+// rest), PageSize rows a statement, turns each row into a keyed one with
+// row, and deletes the rows that go by key range. It returns how many rows
+// it deleted.
+func (p *rawPass) sweep(ctx context.Context, table string, cols []string, rest string, row func(*sql.Rows) (keyed, error)) (int64, error) {
+	del := &spans{p: p, table: table, cols: cols}
 	var after *rowKey
 	page := make([]keyed, 0, p.cfg.PageSize)
 	for {
 		page = page[:0]
-		b := p.sql().w("SELECT range_hash, task_queue_id, data_encoding, data FROM task_queues")
+		key := strings.Join(cols, ", ")
+		b := p.sql().w("SELECT " + key + ", " + rest + " FROM " + table)
 		if after != nil {
-			b.w(" WHERE ").cmp(queueCols, after.vals(queueCols), ">")
+			b.w(" WHERE ").cmp(cols, after.vals(cols), ">")
 		}
-		b.w(" ORDER BY range_hash, task_queue_id LIMIT " + strconv.Itoa(p.cfg.PageSize))
+		b.w(" ORDER BY " + key + " LIMIT " + strconv.Itoa(p.cfg.PageSize))
 		err := p.query(ctx, b, func(rows *sql.Rows) error {
-			var (
-				k    rowKey
-				enc  string
-				data sql.RawBytes
-			)
-			if err := rows.Scan(&k.rangeHash, &k.id, &enc, &data); err != nil {
+			r, err := row(rows)
+			if err != nil {
 				return err
 			}
-			p.st.QueuesListed++
-			info, err := wire.DecodeTaskQueueInfo(enc, data)
-			_, kept := p.nonEmpty[string(k.id)]
-			gone := err == nil && !kept && !info.OtherHasTasks && p.cfg.Now.Sub(info.LastUpdateTime) >= p.cfg.Grace
-			page = append(page, keyed{key: k, gone: gone})
+			page = append(page, r)
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("raw: read queues: %w", err)
+			return del.deleted, fmt.Errorf("raw: read %s: %w", table, err)
 		}
+		// The deletes wait for the read to finish: SQLite has one
+		// connection, and deleting behind the keyset cursor does not move it.
 		for _, r := range page {
 			if err := del.add(ctx, r); err != nil {
-				return err
+				return del.deleted, err
 			}
 		}
 		if len(page) < p.cfg.PageSize {
@@ -223,8 +215,7 @@ func (p *rawPass) queues(ctx context.Context) error {
 		after = &page[len(page)-1].key
 	}
 	err := del.flush(ctx)
-	p.st.QueuesDeleted = del.deleted
-	return err
+	return del.deleted, err
 }
 
 // query runs a read and calls f for each row.
