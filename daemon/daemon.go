@@ -25,7 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
-	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -61,11 +60,8 @@ const (
 // lock and the schema check. *sqlstore.DB implements it.
 type DB interface {
 	store.Store
-	// Lock takes the one-scavenger-at-a-time lock; see sqlstore.DB.Lock.
-	// An error wrapping sqlstore.ErrLocked means another scavenger holds it.
-	Lock(ctx context.Context, wait bool) (unlock func() error, err error)
-	// Check inspects the task tables; see sqlstore.DB.Check.
-	Check(ctx context.Context) (sqlstore.SchemaInfo, error)
+	store.Locker
+	store.SchemaChecker
 }
 
 // Setting is one line of the configuration in effect, as shown on the
@@ -326,7 +322,7 @@ func (d *Daemon) pass(ctx context.Context) {
 		}
 		at := d.clock.Now()
 		rec := PassRecord{ID: id, Start: at, End: at, Outcome: Skipped, Err: err.Error()}
-		if errors.Is(err, sqlstore.ErrLocked) {
+		if errors.Is(err, store.ErrLocked) {
 			log.Info(MsgLockHeld)
 			rec.Err = "lock held by another tqscavenger"
 			d.finish(rec, skipLockHeld)
@@ -579,16 +575,8 @@ func (s *drainStore) DeleteTasks(ctx context.Context, t store.Table, q store.Que
 	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteTasks(c, t, q, r, limit) })
 }
 
-func (s *drainStore) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteTaskKeys(c, t, q, keys) })
-}
-
 func (s *drainStore) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
 	return call(s, ctx, func(c context.Context) (store.QueueRow, error) { return s.db.GetQueue(c, t, q) })
-}
-
-func (s *drainStore) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
-	return exec(s, ctx, func(c context.Context) error { return s.db.DeleteQueue(c, t, q, rangeID) })
 }
 
 func (s *drainStore) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
@@ -618,6 +606,3 @@ func (s *drainStore) DeleteQueues(ctx context.Context, t store.Table, fences []s
 func (s *drainStore) Tables(ctx context.Context) ([]store.Table, error) {
 	return call(s, ctx, func(c context.Context) ([]store.Table, error) { return s.db.Tables(c) })
 }
-
-// Close does nothing: the database belongs to the daemon's owner.
-func (s *drainStore) Close() error { return nil }

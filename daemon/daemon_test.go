@@ -196,11 +196,6 @@ func (h *hookDB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKe
 	return h.DB.DeleteTasks(ctx, t, q, r, limit)
 }
 
-func (h *hookDB) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
-	h.calls.Add(1)
-	return h.DB.DeleteTaskKeys(ctx, t, q, keys)
-}
-
 func (h *hookDB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
 	h.calls.Add(1)
 	return h.DB.DeleteTaskSets(ctx, t, sets)
@@ -209,11 +204,6 @@ func (h *hookDB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store
 func (h *hookDB) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
 	h.calls.Add(1)
 	return h.DB.GetQueue(ctx, t, q)
-}
-
-func (h *hookDB) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
-	h.calls.Add(1)
-	return h.DB.DeleteQueue(ctx, t, q, rangeID)
 }
 
 func (h *hookDB) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
@@ -231,10 +221,10 @@ func (h *hookDB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.Q
 	return h.DB.DeleteOrphanTasks(ctx, t, q, parents, keys)
 }
 
-func (h *hookDB) Check(ctx context.Context) (sqlstore.SchemaInfo, error) {
+func (h *hookDB) Check(ctx context.Context) (store.SchemaInfo, error) {
 	if h.check != nil {
 		if err := h.check(); err != nil {
-			return sqlstore.SchemaInfo{}, err
+			return store.SchemaInfo{}, err
 		}
 	}
 	return h.DB.Check(ctx)

@@ -77,10 +77,24 @@ func (l *limiter) charge(n int64) {
 }
 
 // limitedStore applies Config.MaxStatementsPerSecond to every call and
-// Config.MaxDeletesPerSecond to the rows every delete removes.
+// Config.MaxDeletesPerSecond to the rows every delete removes. It spells out
+// every method of store.Store, so a method added to the contract does not
+// bypass the limits.
 type limitedStore struct {
-	store.Store
+	next        store.Store
 	stmts, rows *limiter
+}
+
+var _ store.Store = (*limitedStore)(nil)
+
+// limit returns the middleware of the pass's rate limits, or nil when
+// there are none.
+func limit(cfg Config) store.Middleware {
+	if cfg.MaxDeletesPerSecond <= 0 && cfg.MaxStatementsPerSecond <= 0 {
+		return nil
+	}
+	stmts, rows := newLimiter(cfg.MaxStatementsPerSecond), newLimiter(cfg.MaxDeletesPerSecond)
+	return func(next store.Store) store.Store { return &limitedStore{next: next, stmts: stmts, rows: rows} }
 }
 
 func (s *limitedStore) before(ctx context.Context, deletes bool) error {
@@ -94,89 +108,78 @@ func (s *limitedStore) before(ctx context.Context, deletes bool) error {
 	return nil
 }
 
-func (s *limitedStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
-	if err := s.before(ctx, false); err != nil {
-		return nil, err
-	}
-	return s.Store.ListQueues(ctx, t, after, limit)
-}
-
-func (s *limitedStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
-	if err := s.before(ctx, false); err != nil {
-		return nil, err
-	}
-	return s.Store.ReadTasks(ctx, t, q, after, limit)
-}
-
-func (s *limitedStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
-	if err := s.before(ctx, false); err != nil {
-		return nil, err
-	}
-	return s.Store.ScanTasks(ctx, t, after, through, limit)
-}
-
-func (s *limitedStore) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
-	if err := s.before(ctx, false); err != nil {
-		return store.QueueRow{}, err
-	}
-	return s.Store.GetQueue(ctx, t, q)
-}
-
-func (s *limitedStore) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
-	if err := s.before(ctx, false); err != nil {
-		return nil, err
-	}
-	return s.Store.ListTaskQueueIDs(ctx, t, after, limit)
-}
-
 // deleted charges the rows a delete removed.
 func (s *limitedStore) deleted(n int64, err error) (int64, error) {
 	s.rows.charge(n)
 	return n, err
 }
 
-func (s *limitedStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
-	if err := s.before(ctx, true); err != nil {
-		return 0, err
+func (s *limitedStore) Tables(ctx context.Context) ([]store.Table, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
 	}
-	return s.deleted(s.Store.DeleteTasks(ctx, t, q, r, limit))
+	return s.next.Tables(ctx)
 }
 
-func (s *limitedStore) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
-	if err := s.before(ctx, true); err != nil {
-		return 0, err
+func (s *limitedStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
 	}
-	return s.deleted(s.Store.DeleteTaskKeys(ctx, t, q, keys))
+	return s.next.ListQueues(ctx, t, after, limit)
+}
+
+func (s *limitedStore) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
+	if err := s.before(ctx, false); err != nil {
+		return store.QueueRow{}, err
+	}
+	return s.next.GetQueue(ctx, t, q)
+}
+
+func (s *limitedStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return s.next.ReadTasks(ctx, t, q, after, limit)
+}
+
+func (s *limitedStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return s.next.ScanTasks(ctx, t, after, through, limit)
+}
+
+func (s *limitedStore) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return s.next.ListTaskQueueIDs(ctx, t, after, limit)
 }
 
 func (s *limitedStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
 	if err := s.before(ctx, true); err != nil {
 		return 0, err
 	}
-	return s.deleted(s.Store.DeleteTaskSets(ctx, t, sets))
+	return s.deleted(s.next.DeleteTaskSets(ctx, t, sets))
+}
+
+func (s *limitedStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
+	if err := s.before(ctx, true); err != nil {
+		return 0, err
+	}
+	return s.deleted(s.next.DeleteTasks(ctx, t, q, r, limit))
 }
 
 func (s *limitedStore) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
 	if err := s.before(ctx, true); err != nil {
 		return 0, err
 	}
-	return s.deleted(s.Store.DeleteOrphanTasks(ctx, t, q, parents, keys))
-}
-
-func (s *limitedStore) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
-	if err := s.before(ctx, true); err != nil {
-		return err
-	}
-	err := s.Store.DeleteQueue(ctx, t, q, rangeID)
-	if err == nil {
-		s.rows.charge(1)
-	}
-	return err
+	return s.deleted(s.next.DeleteOrphanTasks(ctx, t, q, parents, keys))
 }
 
 func (s *limitedStore) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
 	if err := s.before(ctx, true); err != nil {
 		return 0, err
 	}
-	return s.deleted(s.Store.DeleteQueues(ctx, t, fences))
+	return s.deleted(s.next.DeleteQueues(ctx, t, fences))
 }

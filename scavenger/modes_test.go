@@ -271,8 +271,8 @@ func TestOrphans(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := db.DeleteQueue(context.Background(), store.V1, q0, row.RangeID); err != nil {
-					t.Fatal(err)
+				if n, err := db.DeleteQueues(context.Background(), store.V1, []store.QueueFence{{QueueKey: q0, RangeID: row.RangeID}}); err != nil || n != 1 {
+					t.Fatalf("delete the queue row: %d rows, %v", n, err)
 				}
 				var st store.Store = db
 				if c.revive {

@@ -395,7 +395,7 @@ func (j *queueJob) deleteRun(ctx context.Context, q store.QueueKey, run []store.
 	}
 	var n int64
 	err := p.retry(ctx, func() (err error) {
-		n, err = p.st.DeleteTaskKeys(ctx, j.table, q, run)
+		n, err = p.st.DeleteTaskSets(ctx, j.table, []store.TaskSet{{Queue: q, Keys: run}})
 		return err
 	})
 	j.countDeleted(n, r)
@@ -412,7 +412,11 @@ func (j *queueJob) deleteRange(ctx context.Context, q store.QueueKey, rg store.T
 	}
 	var n int64
 	err := p.retry(ctx, func() (err error) {
-		n, err = p.st.DeleteTasks(ctx, j.table, q, rg, limit)
+		if limit > 0 {
+			n, err = p.st.DeleteTasks(ctx, j.table, q, rg, limit)
+		} else {
+			n, err = p.st.DeleteTaskSets(ctx, j.table, []store.TaskSet{{Queue: q, Range: rg}})
+		}
 		return err
 	})
 	j.countDeleted(n, r)
@@ -443,7 +447,14 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context) {
 		tc.queuesDeleted.Add(1)
 		return
 	}
-	err := p.retry(ctx, func() error { return p.st.DeleteQueue(ctx, j.table, j.key, j.rangeID) })
+	var n int64
+	err := p.retry(ctx, func() (err error) {
+		n, err = p.st.DeleteQueues(ctx, j.table, []store.QueueFence{{QueueKey: j.key, RangeID: j.rangeID}})
+		return err
+	})
+	if err == nil && n == 0 {
+		err = store.ErrConditionFailed
+	}
 	switch {
 	case err == nil:
 		tc.queuesDeleted.Add(1)

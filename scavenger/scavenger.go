@@ -164,9 +164,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	s.mu.Unlock()
 
 	p := &pass{s: s, cfg: s.cfg, st: s.st, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement)}
-	if s.cfg.MaxDeletesPerSecond > 0 || s.cfg.MaxStatementsPerSecond > 0 {
-		p.st = &limitedStore{Store: s.st, stmts: newLimiter(s.cfg.MaxStatementsPerSecond), rows: newLimiter(s.cfg.MaxDeletesPerSecond)}
-	}
+	p.st = store.Chain(s.st, limit(s.cfg))
 	log := s.cfg.Logger
 	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun)
 	err := p.run(ctx)

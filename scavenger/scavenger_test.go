@@ -203,16 +203,6 @@ func (f *faultStore) DeleteQueues(ctx context.Context, t store.Table, fences []s
 	return f.Store.DeleteQueues(ctx, t, fences)
 }
 
-func (f *faultStore) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
-	if f.beforeDelete != nil {
-		f.beforeDelete(q)
-	}
-	if err := f.fault("deletequeue"); err != nil {
-		return err
-	}
-	return f.Store.DeleteQueue(ctx, t, q, rangeID)
-}
-
 var modes = []scavenger.Compat{scavenger.CompatTemporal, scavenger.CompatNone}
 
 func TestTransientErrorsAreRetried(t *testing.T) {
@@ -396,7 +386,7 @@ func corruptTask(t *testing.T, db *sqlstore.DB, q store.QueueKey, id int64, data
 	if data == nil {
 		data = tasks[0].Data
 	}
-	if _, err := db.DeleteTaskKeys(ctx, store.V1, q, []store.TaskKey{{ID: id}}); err != nil {
+	if _, err := db.DeleteTaskSets(ctx, store.V1, []store.TaskSet{{Queue: q, Keys: []store.TaskKey{{ID: id}}}}); err != nil {
 		t.Fatal(err)
 	}
 	row, err := db.GetQueue(ctx, store.V1, q)

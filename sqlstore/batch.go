@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -77,13 +78,40 @@ func (s *DB) scanTasksSQL(t store.Table, after store.TaskPos, through store.Queu
 // a queue.
 var MaxTaskKey = store.TaskKey{Pass: math.MaxInt64, ID: math.MaxInt64}
 
+// maxKeys bounds the keys of one set in one statement; a longer list is
+// deleted in chunks of it.
+const maxKeys = 500
+
 // DeleteTaskSets implements store.Store.
 func (s *DB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
+	return s.deleteTaskSets(ctx, t, sets)
+}
+
+// deleteTaskSets is DeleteTaskSets under a statement context.
+func (s *DB) deleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
 	var total int64
+	cloned := false
 	for len(sets) > 0 {
-		b, n := s.deleteSetsSQL(t, sets)
+		var (
+			b *builder
+			n int
+		)
+		switch k := sets[0].Keys; {
+		case k != nil && len(k) == 0:
+			sets = sets[1:] // deletes nothing
+			continue
+		case len(k) > maxKeys:
+			// A long key list goes in statements of maxKeys keys.
+			if !cloned {
+				sets, cloned = slices.Clone(sets), true
+			}
+			b = s.deleteKeysSQL(t, sets[0].Queue, k[:maxKeys])
+			sets[0].Keys = k[maxKeys:]
+		default:
+			b, n = s.deleteSetsSQL(t, sets)
+		}
 		d, err := s.exec(ctx, b.String(), b.args)
 		total += d
 		if err != nil {
@@ -97,6 +125,14 @@ func (s *DB) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.Tas
 // deleteSetsSQL deletes the first n of sets, as many as one statement
 // takes.
 func (s *DB) deleteSetsSQL(t store.Table, sets []store.TaskSet) (b *builder, n int) {
+	// A set alone is the plain statement of one queue, the form each
+	// engine plans best and prepares once.
+	if len(sets) == 1 {
+		if sets[0].Keys != nil {
+			return s.deleteKeysSQL(t, sets[0].Queue, sets[0].Keys), 1
+		}
+		return s.deleteRangeSQL(t, sets[0].Queue, sets[0].Range), 1
+	}
 	if s.d.engine == Postgres && t == store.V1 && sets[0].Keys == nil {
 		return s.deleteRangesPostgres(sets)
 	}
@@ -104,7 +140,7 @@ func (s *DB) deleteSetsSQL(t store.Table, sets []store.TaskSet) (b *builder, n i
 	b = s.newBuilder()
 	b.w("DELETE FROM ", taskTable(t), " WHERE ")
 	for _, set := range sets {
-		if n > 0 && (n == s.maxSets() || params+len(set.Keys)*2 > 4000) {
+		if n > 0 && (n == s.maxSets() || params+len(set.Keys)*2 > 4000 || set.Keys != nil && len(set.Keys) == 0 || len(set.Keys) > maxKeys) {
 			break
 		}
 		if n > 0 {

@@ -166,7 +166,7 @@ func TestDeleteTaskRanges(t *testing.T) {
 					sets = append(sets, store.TaskSet{Queue: key(s.q), Range: r})
 				}
 				for _, g := range tt.gone {
-					if _, err := db.DeleteTaskKeys(ctx, store.V1, key(g/100), []store.TaskKey{{ID: int64(g % 100)}}); err != nil {
+					if _, err := db.DeleteTaskSets(ctx, store.V1, []store.TaskSet{{Queue: key(g / 100), Keys: []store.TaskKey{{ID: int64(g % 100)}}}}); err != nil {
 						t.Fatal(err)
 					}
 				}

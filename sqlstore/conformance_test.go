@@ -401,6 +401,24 @@ func TestDeleteTasks(t *testing.T) {
 	})
 }
 
+// deleteKeys deletes exactly the tasks keys of q, as a DeleteTaskSets of
+// one set (a nil keys is an empty list, not a range).
+func deleteKeys(db *sqlstore.DB, tb store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
+	return db.DeleteTaskSets(ctx, tb, []store.TaskSet{{Queue: q, Keys: append([]store.TaskKey{}, keys...)}})
+}
+
+// deleteQueue deletes the queue row q fenced on rangeID, as a DeleteQueues
+// of one fence, and reports a row that changed or is gone as
+// store.ErrConditionFailed.
+func deleteQueue(ctx context.Context, db *sqlstore.DB, tb store.Table, q store.QueueKey, rangeID int64) error {
+	n, err := db.DeleteQueues(ctx, tb, []store.QueueFence{{QueueKey: q, RangeID: rangeID}})
+	if err == nil && n == 0 {
+		err = fmt.Errorf("delete %s at range_id %d: %w", q, rangeID, store.ErrConditionFailed)
+	}
+	return err
+}
+
+// TestDeleteTaskKeys checks DeleteTaskSets of one set of exact keys.
 func TestDeleteTaskKeys(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
 		for _, tb := range []store.Table{store.V1, store.V2} {
@@ -431,7 +449,7 @@ func TestDeleteTaskKeys(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s", tb, c.name), func(t *testing.T) {
 					q := qk(uint32(3_000_000_000+i), fmt.Sprintf("q%d", i))
 					setupTasks(t, db, tb, q)
-					n, err := db.DeleteTaskKeys(ctx, tb, q, c.keys)
+					n, err := deleteKeys(db, tb, q, c.keys)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -468,7 +486,7 @@ func TestDeleteTaskKeys(t *testing.T) {
 					}
 				}
 				mustAppend(t, db, tb, q, q, rows...)
-				n, err := db.DeleteTaskKeys(ctx, tb, q, keys)
+				n, err := deleteKeys(db, tb, q, keys)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -565,7 +583,7 @@ func TestQueueRows(t *testing.T) {
 					{"never existed", qk(5, "missing"), 1, true},
 				} {
 					t.Run(c.name, func(t *testing.T) {
-						err := db.DeleteQueue(ctx, tb, c.key, c.rangeID)
+						err := deleteQueue(ctx, db, tb, c.key, c.rangeID)
 						if c.wantErr != (err != nil) || (err != nil && !errors.Is(err, store.ErrConditionFailed)) {
 							t.Fatalf("DeleteQueue: %v, want error %v (ErrConditionFailed)", err, c.wantErr)
 						}
@@ -693,12 +711,12 @@ func TestStatements(t *testing.T) {
 				_, err := db.DeleteTasks(ctx, store.V1, q, store.TaskRange{Max: store.TaskKey{ID: 100}}, 5)
 				return err
 			}, limitedDelete},
-			{"DeleteTaskKeys of 1001", func() error { _, err := db.DeleteTaskKeys(ctx, store.V1, q, manyKeys); return err }, 3},
-			{"DeleteTaskKeys of none", func() error { _, err := db.DeleteTaskKeys(ctx, store.V1, q, nil); return err }, 0},
+			{"DeleteTaskSets of 1001 keys", func() error { _, err := deleteKeys(db, store.V1, q, manyKeys); return err }, 3},
+			{"DeleteTaskSets of no keys", func() error { _, err := deleteKeys(db, store.V1, q, nil); return err }, 0},
 			{"GetQueue", func() error { _, err := db.GetQueue(ctx, store.V1, q); return err }, 1},
 			{"UpdateQueue", func() error { return db.UpdateQueue(ctx, store.V1, queueRow(q, 2), 1) }, 1},
 			{"Tables", func() error { _, err := db.Tables(ctx); return err }, 1},
-			{"DeleteQueue", func() error { return db.DeleteQueue(ctx, store.V1, q, 2) }, 1},
+			{"DeleteQueues of one", func() error { return deleteQueue(ctx, db, store.V1, q, 2) }, 1},
 		} {
 			before := db.Statements()
 			if err := c.op(); err != nil {
@@ -749,7 +767,7 @@ func TestStatementTimeout(t *testing.T) {
 			op   func(ctx context.Context, st *sqlstore.DB) error
 		}{
 			{"DeleteQueue", timed, func(ctx context.Context, st *sqlstore.DB) error {
-				return st.DeleteQueue(ctx, store.V1, q, 1)
+				return deleteQueue(ctx, st, store.V1, q, 1)
 			}},
 			{"AppendTasks", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return st.AppendTasks(ctx, store.V1, q, 1, q, []store.TaskRow{task(0, 1)})
@@ -762,7 +780,7 @@ func TestStatementTimeout(t *testing.T) {
 			{"caller's deadline", plain, func(ctx context.Context, st *sqlstore.DB) error {
 				ctx, cancel := context.WithTimeout(ctx, timeout)
 				defer cancel()
-				return st.DeleteQueue(ctx, store.V1, q2, 1)
+				return deleteQueue(ctx, st, store.V1, q2, 1)
 			}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
@@ -805,7 +823,7 @@ func TestStatementTimeout(t *testing.T) {
 			t.Errorf("a delete whose caller gave up took effect later: %v", err)
 		}
 		// And the store works again.
-		if err := timed.DeleteQueue(ctx, store.V1, q, 1); err != nil {
+		if err := deleteQueue(ctx, timed, store.V1, q, 1); err != nil {
 			t.Fatalf("after the lock is released: %v", err)
 		}
 	})

@@ -39,7 +39,8 @@ func (s *DB) DeleteTasksStmts(t store.Table, q store.QueueKey, r store.TaskRange
 	return []Stmt{{SQL: f.probe, Args: f.probeArg}, stmtOf(s.deleteRangeSQL(t, q, r))}
 }
 
-// DeleteTaskKeysStmt is the first statement DeleteTaskKeys runs.
+// DeleteTaskKeysStmt is the statement DeleteTaskSets runs for one set of
+// keys.
 func (s *DB) DeleteTaskKeysStmt(t store.Table, q store.QueueKey, keys []store.TaskKey) Stmt {
 	return stmtOf(s.deleteKeysSQL(t, q, keys))
 }

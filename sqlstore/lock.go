@@ -10,10 +10,9 @@ import (
 	"os"
 	"syscall"
 	"time"
-)
 
-// ErrLocked is returned by Lock when another scavenger holds the lock.
-var ErrLocked = errors.New("another tqscavenger holds the lock")
+	"github.com/tqscavenger/tqscavenger/store"
+)
 
 // lockName is the advisory lock's name (MySQL) and, hashed, key (PostgreSQL).
 const lockName = "tqscavenger"
@@ -24,13 +23,13 @@ const lockName = "tqscavenger"
 // may hold several Temporal schemas) and MySQL (GET_LOCK, named after the
 // database because MySQL's locks are server-wide), a lock file beside the
 // database on SQLite. With wait it blocks until the lock is free or ctx
-// ends; without, it returns an error wrapping ErrLocked at once. The
+// ends; without, it returns an error wrapping store.ErrLocked at once. The
 // returned function releases the lock; the lock also ends with the
 // process or its connection.
 func (s *DB) Lock(ctx context.Context, wait bool) (unlock func() error, err error) {
 	for {
 		unlock, err = s.tryLock(ctx)
-		if err == nil || !errors.Is(err, ErrLocked) || !wait {
+		if err == nil || !errors.Is(err, store.ErrLocked) || !wait {
 			return unlock, err
 		}
 		t := time.NewTimer(500 * time.Millisecond)
@@ -83,7 +82,7 @@ func (s *DB) lockConn(ctx context.Context, try string, args []any, release strin
 	}
 	if !got {
 		conn.Close()
-		return nil, fmt.Errorf("%w on %s", ErrLocked, s.dsn)
+		return nil, fmt.Errorf("%w on %s", store.ErrLocked, s.dsn)
 	}
 	return func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -110,7 +109,7 @@ func lockFile(path string) (func() error, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w (lock file %s)", ErrLocked, path)
+			return nil, fmt.Errorf("%w (lock file %s)", store.ErrLocked, path)
 		}
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
 	}

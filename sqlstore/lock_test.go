@@ -10,6 +10,7 @@ import (
 
 	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
 )
 
 // TestLock takes the scavenger lock through one handle and tries it
@@ -34,7 +35,7 @@ func TestLock(t *testing.T) {
 		for name, st := range map[string]*sqlstore.DB{"another handle": b, "the same handle": a} {
 			start := time.Now()
 			_, err := st.Lock(ctx, false)
-			if !errors.Is(err, sqlstore.ErrLocked) {
+			if !errors.Is(err, store.ErrLocked) {
 				t.Fatalf("%s: Lock(wait=false) while held: %v, want ErrLocked", name, err)
 			}
 			if took := time.Since(start); took > 10*time.Second { // a hang guard: wait=false must not wait for the holder
@@ -74,7 +75,7 @@ func TestLock(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("Lock(wait=true) did not get the released lock")
 		}
-		if _, err := a.Lock(ctx, false); !errors.Is(err, sqlstore.ErrLocked) {
+		if _, err := a.Lock(ctx, false); !errors.Is(err, store.ErrLocked) {
 			t.Errorf("the waiter's lock does not hold: %v", err)
 		}
 		if err := unlockB(); err != nil {

@@ -2,17 +2,12 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
-
-// ErrSchema is wrapped by Check's error when the database lacks the task
-// tables or their columns differ from Temporal's.
-var ErrSchema = errors.New("not a Temporal task store")
 
 // ddl is Temporal's DDL for the four task tables, per engine, exactly as
 // Temporal's schema tools create them.
@@ -61,42 +56,6 @@ func (s *DB) Setup(ctx context.Context) error {
 	return nil
 }
 
-// SchemaInfo is what Check found.
-type SchemaInfo struct {
-	Engine Engine
-	// Version is Temporal's schema_version.curr_version, "" where the
-	// table does not exist (SQLite dev server, or tables made by Setup).
-	Version string
-	// Tables lists the task table versions present with the right columns.
-	Tables []store.Table
-	// Problems lists what is wrong, one line each; empty when usable.
-	Problems []string
-}
-
-// String formats the result for the schema check command.
-func (i SchemaInfo) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "engine: %s\n", i.Engine)
-	if i.Version != "" {
-		fmt.Fprintf(&b, "temporal schema version: %s\n", i.Version)
-	} else {
-		b.WriteString("temporal schema version: none recorded (tables checked directly)\n")
-	}
-	for _, t := range []store.Table{store.V1, store.V2} {
-		state := "absent"
-		for _, h := range i.Tables {
-			if h == t {
-				state = "present"
-			}
-		}
-		fmt.Fprintf(&b, "%s task tables: %s\n", t, state)
-	}
-	for _, p := range i.Problems {
-		fmt.Fprintf(&b, "problem: %s\n", p)
-	}
-	return b.String()
-}
-
 var columns = map[string][]string{
 	"task_queues":    {"range_hash", "task_queue_id", "range_id", "data", "data_encoding"},
 	"tasks":          {"range_hash", "task_queue_id", "task_id", "data", "data_encoding"},
@@ -104,11 +63,11 @@ var columns = map[string][]string{
 	"tasks_v2":       {"range_hash", "task_queue_id", "pass", "task_id", "data", "data_encoding"},
 }
 
-// Check inspects the schema. It returns an error wrapping ErrSchema if the
+// Check inspects the schema. It returns an error wrapping store.ErrSchema if the
 // v1 task tables are missing or a present task table lacks a column the
 // scavenger uses; the SchemaInfo says what was found either way.
-func (s *DB) Check(ctx context.Context) (SchemaInfo, error) {
-	info := SchemaInfo{Engine: s.d.engine}
+func (s *DB) Check(ctx context.Context) (store.SchemaInfo, error) {
+	info := store.SchemaInfo{Engine: string(s.d.engine)}
 	names, err := s.tableNames(ctx)
 	if err != nil {
 		return info, err
@@ -159,7 +118,7 @@ func (s *DB) Check(ctx context.Context) (SchemaInfo, error) {
 		}
 	}
 	if len(info.Problems) > 0 {
-		return info, fmt.Errorf("%w: %s: %s", ErrSchema, s.dsn, strings.Join(info.Problems, "; "))
+		return info, fmt.Errorf("%w: %s: %s", store.ErrSchema, s.dsn, strings.Join(info.Problems, "; "))
 	}
 	return info, nil
 }

@@ -247,14 +247,14 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func checkSchema(t *testing.T, db *sqlstore.DB, tables []store.Table, version, problem string) sqlstore.SchemaInfo {
+func checkSchema(t *testing.T, db *sqlstore.DB, tables []store.Table, version, problem string) store.SchemaInfo {
 	t.Helper()
 	info, err := db.Check(ctx)
 	if problem == "" && err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	if problem != "" {
-		if !errors.Is(err, sqlstore.ErrSchema) {
+		if !errors.Is(err, store.ErrSchema) {
 			t.Fatalf("Check: %v, want ErrSchema", err)
 		}
 		if !strings.Contains(err.Error(), problem) {

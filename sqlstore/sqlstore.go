@@ -373,9 +373,7 @@ func (s *DB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r
 	defer cancel()
 	op := "delete " + taskTable(t)
 	if limit <= 0 {
-		b := s.deleteRangeSQL(t, q, r)
-		n, err := s.exec(ctx, b.String(), b.args)
-		return n, s.wrap(ctx, op, err)
+		return s.deleteTaskSets(ctx, t, []store.TaskSet{{Queue: q, Range: r}})
 	}
 	f := s.d.deleteLimited(s.newBuilder(), t, q, r, limit)
 	if f.probe == "" {
@@ -414,44 +412,19 @@ func (s *DB) deleteRangeSQL(t store.Table, q store.QueueKey, r store.TaskRange) 
 	return b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, r)
 }
 
-// DeleteTaskKeys implements store.Store.
-func (s *DB) DeleteTaskKeys(ctx context.Context, t store.Table, q store.QueueKey, keys []store.TaskKey) (int64, error) {
-	ctx, cancel := s.withStatement(ctx)
-	defer cancel()
-	var total int64
-	for len(keys) > 0 {
-		n := min(len(keys), 500)
-		b := s.deleteKeysSQL(t, q, keys[:n])
-		d, err := s.exec(ctx, b.String(), b.args)
-		total += d
-		if err != nil {
-			return total, s.wrap(ctx, "delete "+taskTable(t), err)
-		}
-		keys = keys[n:]
-	}
-	return total, nil
-}
-
 // deleteKeysSQL deletes the tasks of q with the given keys.
 func (s *DB) deleteKeysSQL(t store.Table, q store.QueueKey, keys []store.TaskKey) *builder {
 	b := s.newBuilder()
 	return b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").keyIn(t, keys)
 }
 
-// DeleteQueue implements store.Store.
-func (s *DB) DeleteQueue(ctx context.Context, t store.Table, q store.QueueKey, rangeID int64) error {
+// CompleteTasks implements store.Writer.
+func (s *DB) CompleteTasks(ctx context.Context, t store.Table, q store.QueueKey, through store.TaskKey) (int64, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
-	b := s.newBuilder()
-	b.w("DELETE FROM ", queueTable(t), " WHERE ").whereQueue(q).w(" AND range_id = ").p(rangeID)
+	b := s.deleteRangeSQL(t, q, store.TaskRange{Max: through})
 	n, err := s.exec(ctx, b.String(), b.args)
-	if err != nil {
-		return s.wrap(ctx, "delete "+queueTable(t), err)
-	}
-	if n == 0 {
-		return fmt.Errorf("delete %s %s at range_id %d: %w", queueTable(t), q, rangeID, store.ErrConditionFailed)
-	}
-	return nil
+	return n, s.wrap(ctx, "delete "+taskTable(t), err)
 }
 
 // CreateQueue implements store.Writer.

@@ -3,182 +3,50 @@
 // engine implements (see package sqlstore).
 //
 // A Store reads and deletes. A Writer does what a matching host does (create
-// and lease queues, append tasks fenced by range_id); the scavenger never
-// uses it, tests, the demo and the seeder do.
+// and lease queues, append tasks fenced by range_id, delete acknowledged
+// tasks); the scavenger never uses it, tests, the demo and the seeder do.
+// Locker and SchemaChecker are what a scheduler needs around a pass: the
+// one-scavenger-at-a-time lock and the schema check.
 //
 // Rows are handed over raw (bytes and encoding); decoding blobs is the job of
 // package wire, and deciding what to delete is the job of package scavenger.
+//
+// # Adding a method
+//
+// Every method of Store is one decision the scavenger takes with one
+// statement (or one statement per chunk, for batches larger than an engine
+// takes). A new method must say what it guarantees while matching hosts
+// write the same rows. Every Middleware spells out every method, so a new
+// one fails to compile until each wrapper has decided what to do with it.
 package store
 
-import (
-	"bytes"
-	"cmp"
-	"context"
-	"errors"
-	"fmt"
-)
-
-// Table selects a generation of Temporal's task tables.
-type Table uint8
-
-const (
-	// V1 is task_queues / tasks, ordered by task_id.
-	V1 Table = 1
-	// V2 is the fairness tables task_queues_v2 / tasks_v2, ordered by
-	// (pass, task_id).
-	V2 Table = 2
-)
-
-// String returns "v1" or "v2".
-func (t Table) String() string {
-	switch t {
-	case V1:
-		return "v1"
-	case V2:
-		return "v2"
-	}
-	return fmt.Sprintf("Table(%d)", uint8(t))
-}
-
-// QueueKey is the primary key of a task_queues row, and the
-// (range_hash, task_queue_id) prefix of the task rows of one (sub)queue.
-type QueueKey struct {
-	RangeHash uint32
-	ID        []byte // task_queue_id
-}
-
-// String formats the key for logs and errors: range_hash/hex(task_queue_id).
-func (k QueueKey) String() string { return fmt.Sprintf("%d/%x", k.RangeHash, k.ID) }
-
-// Less reports whether k sorts before o in primary-key order.
-func (k QueueKey) Less(o QueueKey) bool { return k.Compare(o) < 0 }
-
-// Compare returns -1, 0 or +1 as k sorts before, with or after o in
-// primary-key order, for slices.SortFunc and the like.
-func (k QueueKey) Compare(o QueueKey) int {
-	if c := cmp.Compare(k.RangeHash, o.RangeHash); c != 0 {
-		return c
-	}
-	return bytes.Compare(k.ID, o.ID)
-}
-
-// QueueRow is one row of task_queues or task_queues_v2.
-type QueueRow struct {
-	QueueKey
-	RangeID  int64
-	Data     []byte
-	Encoding string
-}
-
-// TaskKey orders the tasks of one (sub)queue. Pass is always 0 in V1.
-type TaskKey struct {
-	Pass int64
-	ID   int64
-}
-
-// Less reports whether k sorts before o in (pass, task_id) order.
-func (k TaskKey) Less(o TaskKey) bool {
-	if k.Pass != o.Pass {
-		return k.Pass < o.Pass
-	}
-	return k.ID < o.ID
-}
-
-// TaskRow is one row of tasks or tasks_v2.
-type TaskRow struct {
-	Key      TaskKey
-	Data     []byte
-	Encoding string
-}
-
-// TaskPos is a position in a task table across queues.
-type TaskPos struct {
-	Queue QueueKey
-	Task  TaskKey
-}
-
-// ScannedTask is a task with its (sub)queue key.
-type ScannedTask struct {
-	Queue QueueKey
-	TaskRow
-}
-
-// TaskSet is the tasks of one (sub)queue to delete: Keys if not nil, else
-// Range.
-type TaskSet struct {
-	Queue QueueKey
-	Range TaskRange
-	Keys  []TaskKey
-}
-
-// QueueFence is a queue row to delete only if its range_id is still
-// RangeID.
-type QueueFence struct {
-	QueueKey
-	RangeID int64
-}
-
-// TaskQueueRef is one distinct task_queue_id of a task table.
-type TaskQueueRef struct {
-	QueueKey
-	// HasQueueRow: a queue row with this exact key exists (the tasks are
-	// subqueue 0 of a live queue).
-	HasQueueRow bool
-}
-
-// TaskRange is an inclusive range of task keys: Min <= key <= Max.
-// The zero Min means "from the first task".
-type TaskRange struct {
-	Min, Max TaskKey
-}
-
-// Errors a caller must tell apart. Implementations wrap them with %w, so
-// test with errors.Is.
-var (
-	// ErrConditionFailed reports that a conditional write found the row
-	// changed (another range_id) or gone. For the scavenger it means a
-	// matching host owns the queue: not an error for the data.
-	ErrConditionFailed = errors.New("condition failed")
-
-	// ErrNotFound reports that a point lookup found no row.
-	ErrNotFound = errors.New("not found")
-
-	// ErrTransient marks errors worth retrying: lost connections,
-	// timeouts, lock waits, deadlocks, SQLITE_BUSY.
-	ErrTransient = errors.New("transient store error")
-)
+import "context"
 
 // Store is the scavenger's view of a task store. Every method is safe for
-// concurrent use.
+// concurrent use. Reads see committed rows only; each delete is one atomic
+// statement per chunk, so a call cut short (a cancelled context, a lost
+// connection) leaves every row either deleted or as it was.
 type Store interface {
+	// Tables reports which task tables exist.
+	Tables(ctx context.Context) ([]Table, error)
+
 	// ListQueues returns up to limit queue rows of table t in primary-key
 	// order, starting after the key after (nil: from the first row).
 	ListQueues(ctx context.Context, t Table, after *QueueKey, limit int) ([]QueueRow, error)
-
-	// ReadTasks returns up to limit tasks of the (sub)queue q in key
-	// order, starting after the key after (nil: from the first task).
-	ReadTasks(ctx context.Context, t Table, q QueueKey, after *TaskKey, limit int) ([]TaskRow, error)
-
-	// DeleteTasks deletes the tasks of q inside r, lowest keys first, at
-	// most limit of them (limit <= 0: all of them), and returns how many
-	// it deleted. In V1 matching only appends above the ids it has
-	// written, so a range read before is still the same rows.
-	DeleteTasks(ctx context.Context, t Table, q QueueKey, r TaskRange, limit int) (int64, error)
-
-	// DeleteTaskKeys deletes exactly the tasks of q with the given keys
-	// and returns how many it deleted. Use it where a range could catch a
-	// row written after it was read: in V2 a new task may sort between
-	// old ones.
-	DeleteTaskKeys(ctx context.Context, t Table, q QueueKey, keys []TaskKey) (int64, error)
 
 	// GetQueue reads one queue row, or returns an error wrapping
 	// ErrNotFound.
 	GetQueue(ctx context.Context, t Table, q QueueKey) (QueueRow, error)
 
-	// DeleteQueue deletes the queue row q if its range_id is still
-	// rangeID. It returns an error wrapping ErrConditionFailed if the row
-	// is gone or its range_id changed.
-	DeleteQueue(ctx context.Context, t Table, q QueueKey, rangeID int64) error
+	// ReadTasks returns up to limit tasks of the (sub)queue q in key
+	// order, starting after the key after (nil: from the first task).
+	ReadTasks(ctx context.Context, t Table, q QueueKey, after *TaskKey, limit int) ([]TaskRow, error)
+
+	// ScanTasks returns up to limit tasks of table t across queues, in
+	// primary-key order: those positioned after after, whose queue key is
+	// at most through. It is how a pass reads many small queues in one
+	// statement.
+	ScanTasks(ctx context.Context, t Table, after TaskPos, through QueueKey, limit int) ([]ScannedTask, error)
 
 	// ListTaskQueueIDs returns up to limit distinct (range_hash,
 	// task_queue_id) pairs of the task table t in primary-key order,
@@ -187,32 +55,51 @@ type Store interface {
 	// tasks are found without holding every queue id in memory.
 	ListTaskQueueIDs(ctx context.Context, t Table, after *QueueKey, limit int) ([]TaskQueueRef, error)
 
+	// DeleteTaskSets deletes every task of each set and returns how many
+	// it deleted, in one statement where the engine allows. A set is a
+	// key range of one (sub)queue or a list of keys. A range is exact only
+	// where matching appends above every key it has written (V1: task ids
+	// grow); in V2 a new task may sort between old ones, so delete V2
+	// tasks by their keys.
+	DeleteTaskSets(ctx context.Context, t Table, sets []TaskSet) (int64, error)
+
+	// DeleteTasks deletes the tasks of q inside r, lowest keys first, at
+	// most limit of them, and returns how many it deleted: Temporal's
+	// "task_id <= x LIMIT n" delete, which compat mode issues as Temporal
+	// does. A limit <= 0 deletes all of r, as a one-set DeleteTaskSets.
+	DeleteTasks(ctx context.Context, t Table, q QueueKey, r TaskRange, limit int) (int64, error)
+
 	// DeleteOrphanTasks deletes exactly the tasks of q with the given keys,
 	// in the same statement checking that none of the queue rows parents
 	// exists; if one does (the queue was re-created) it deletes nothing.
+	// The re-check is why it is not a DeleteTaskSets: a batch of orphans
+	// of many queues would have to keep it per queue.
 	DeleteOrphanTasks(ctx context.Context, t Table, q QueueKey, parents []QueueKey, keys []TaskKey) (int64, error)
 
-	// ScanTasks returns up to limit tasks of table t across queues, in
-	// primary-key order: those positioned after after, whose queue key is
-	// at most through. It is how a pass reads many small queues in one
-	// statement.
-	ScanTasks(ctx context.Context, t Table, after TaskPos, through QueueKey, limit int) ([]ScannedTask, error)
-
-	// DeleteTaskSets deletes, in one statement where the engine allows,
-	// every task of each set and returns how many it deleted. A set is a
-	// key range of one (sub)queue (V1, where ranges are exact) or a list
-	// of keys.
-	DeleteTaskSets(ctx context.Context, t Table, sets []TaskSet) (int64, error)
-
 	// DeleteQueues deletes each queue row whose range_id is still the one
-	// given, in one statement where the engine allows, and returns how
-	// many it deleted; the others changed or are gone.
+	// its fence gives, and returns how many it deleted; the others changed
+	// or are gone and stay as they are. A matching host that leased a
+	// queue after it was listed has raised its range_id, so its row stays.
+	// The fence does not protect a queue whose owner leased it before the
+	// listing and has not written its row since: the grace period does.
 	DeleteQueues(ctx context.Context, t Table, fences []QueueFence) (int64, error)
+}
 
-	// Tables reports which task tables exist.
-	Tables(ctx context.Context) ([]Table, error)
+// Middleware wraps a Store, to limit, observe, gate or break its calls. A
+// middleware implements every method of Store itself, without embedding
+// the Store it wraps, so that a method added to Store fails to compile in
+// every wrapper instead of bypassing it.
+type Middleware func(Store) Store
 
-	Close() error
+// Chain applies mw to s so that mw[0] is the outermost wrapper: a call
+// passes through mw[0], then mw[1], and so on, then reaches s.
+func Chain(s Store, mw ...Middleware) Store {
+	for i := len(mw) - 1; i >= 0; i-- {
+		if mw[i] != nil {
+			s = mw[i](s)
+		}
+	}
+	return s
 }
 
 // Writer is what a matching host does to a task store. The scavenger never
@@ -232,4 +119,25 @@ type Writer interface {
 	// range_id is still rangeID (the lease fence); otherwise it inserts
 	// nothing and returns an error wrapping ErrConditionFailed.
 	AppendTasks(ctx context.Context, t Table, owner QueueKey, rangeID int64, target QueueKey, tasks []TaskRow) error
+
+	// CompleteTasks deletes the tasks of the (sub)queue q at or below the
+	// ack level through, as matching does once it has dispatched them, and
+	// returns how many it deleted.
+	CompleteTasks(ctx context.Context, t Table, q QueueKey, through TaskKey) (int64, error)
+}
+
+// Locker takes the one-scavenger-at-a-time lock of a task store.
+type Locker interface {
+	// Lock takes the lock. With wait it blocks until the lock is free or
+	// ctx ends; without, it returns an error wrapping ErrLocked at once if
+	// another scavenger holds it. The returned function releases it.
+	Lock(ctx context.Context, wait bool) (unlock func() error, err error)
+}
+
+// SchemaChecker inspects a task store's schema.
+type SchemaChecker interface {
+	// Check returns what it found, and an error wrapping ErrSchema if the
+	// v1 task tables are missing or a present task table lacks a column
+	// the scavenger uses.
+	Check(ctx context.Context) (SchemaInfo, error)
 }

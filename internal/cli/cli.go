@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
 )
 
 // Exit statuses.
@@ -106,8 +107,8 @@ func isUsage(err error) bool {
 	return errors.As(err, &ue) ||
 		errors.Is(err, sqlstore.ErrBadDSN) ||
 		errors.Is(err, sqlstore.ErrUnavailable) ||
-		errors.Is(err, sqlstore.ErrSchema) ||
-		errors.Is(err, sqlstore.ErrLocked)
+		errors.Is(err, store.ErrSchema) ||
+		errors.Is(err, store.ErrLocked)
 }
 
 func oneLine(err error) string {

@@ -177,10 +177,10 @@ func (f *scavengeFlags) storeOptions() sqlstore.Options {
 
 // openChecked opens the store and refuses a database without usable task
 // tables. Only the tables present and usable are scavenged.
-func openChecked(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB, sqlstore.SchemaInfo, error) {
+func openChecked(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB, store.SchemaInfo, error) {
 	db, err := open(ctx, dsn, opts)
 	if err != nil {
-		return nil, sqlstore.SchemaInfo{}, err
+		return nil, store.SchemaInfo{}, err
 	}
 	info, err := db.Check(ctx)
 	if err != nil {
@@ -229,7 +229,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	}
 	unlock, err := db.Lock(ctx, waitLock)
 	if err != nil {
-		if errors.Is(err, sqlstore.ErrLocked) {
+		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
 		}
 		return err

@@ -808,10 +808,10 @@ func (w *worker) dispatch(q *queue, all bool) {
 	defer cancel()
 	_, err = w.do(ctx, func(ctx context.Context) error {
 		if byRange {
-			_, err := s.db.DeleteTasks(ctx, q.table, q.subKey(k), store.TaskRange{Max: level}, 0)
+			_, err := s.db.CompleteTasks(ctx, q.table, q.subKey(k), level)
 			return err
 		}
-		_, err := s.db.DeleteTaskKeys(ctx, q.table, q.subKey(k), done)
+		_, err := s.db.DeleteTaskSets(ctx, q.table, []store.TaskSet{{Queue: q.subKey(k), Keys: done}})
 		return err
 	})
 	for _, key := range done {
@@ -921,7 +921,7 @@ func (w *worker) legacy(ctx context.Context, q *queue) error {
 		q.add(tasks, false)
 	}
 	before := s.now()
-	if err := s.db.DeleteQueue(ctx, q.table, q.key, r); err != nil && !errors.Is(err, store.ErrConditionFailed) {
+	if _, err := s.db.DeleteQueues(ctx, q.table, []store.QueueFence{{QueueKey: q.key, RangeID: r}}); err != nil {
 		// Gone already is as good: a scavenger started too early.
 		return fmt.Errorf("matchingsim: set up %s queue %q: %w", q.table, q.name, err)
 	}

@@ -1,0 +1,123 @@
+package store
+
+// The keys and rows of Temporal's task tables, as the store hands them over.
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+)
+
+// Table selects a generation of Temporal's task tables.
+type Table uint8
+
+const (
+	// V1 is task_queues / tasks, ordered by task_id.
+	V1 Table = 1
+	// V2 is the fairness tables task_queues_v2 / tasks_v2, ordered by
+	// (pass, task_id).
+	V2 Table = 2
+)
+
+// String returns "v1" or "v2".
+func (t Table) String() string {
+	switch t {
+	case V1:
+		return "v1"
+	case V2:
+		return "v2"
+	}
+	return fmt.Sprintf("Table(%d)", uint8(t))
+}
+
+// QueueKey is the primary key of a task_queues row, and the
+// (range_hash, task_queue_id) prefix of the task rows of one (sub)queue.
+type QueueKey struct {
+	RangeHash uint32
+	ID        []byte // task_queue_id
+}
+
+// String formats the key for logs and errors: range_hash/hex(task_queue_id).
+func (k QueueKey) String() string { return fmt.Sprintf("%d/%x", k.RangeHash, k.ID) }
+
+// Less reports whether k sorts before o in primary-key order.
+func (k QueueKey) Less(o QueueKey) bool { return k.Compare(o) < 0 }
+
+// Compare returns -1, 0 or +1 as k sorts before, with or after o in
+// primary-key order, for slices.SortFunc and the like.
+func (k QueueKey) Compare(o QueueKey) int {
+	if c := cmp.Compare(k.RangeHash, o.RangeHash); c != 0 {
+		return c
+	}
+	return bytes.Compare(k.ID, o.ID)
+}
+
+// QueueRow is one row of task_queues or task_queues_v2.
+type QueueRow struct {
+	QueueKey
+	RangeID  int64
+	Data     []byte
+	Encoding string
+}
+
+// TaskKey orders the tasks of one (sub)queue. Pass is always 0 in V1.
+type TaskKey struct {
+	Pass int64
+	ID   int64
+}
+
+// Less reports whether k sorts before o in (pass, task_id) order.
+func (k TaskKey) Less(o TaskKey) bool {
+	if k.Pass != o.Pass {
+		return k.Pass < o.Pass
+	}
+	return k.ID < o.ID
+}
+
+// TaskRow is one row of tasks or tasks_v2.
+type TaskRow struct {
+	Key      TaskKey
+	Data     []byte
+	Encoding string
+}
+
+// TaskPos is a position in a task table across queues.
+type TaskPos struct {
+	Queue QueueKey
+	Task  TaskKey
+}
+
+// ScannedTask is a task with its (sub)queue key.
+type ScannedTask struct {
+	Queue QueueKey
+	TaskRow
+}
+
+// TaskSet is the tasks of one (sub)queue to delete: Keys if not nil, else
+// Range.
+type TaskSet struct {
+	Queue QueueKey
+	Range TaskRange
+	Keys  []TaskKey
+}
+
+// QueueFence is a queue row to delete only if its range_id is still
+// RangeID.
+type QueueFence struct {
+	QueueKey
+	RangeID int64
+}
+
+// TaskQueueRef is one distinct task_queue_id of a task table.
+type TaskQueueRef struct {
+	QueueKey
+	// HasQueueRow: a queue row with this exact key exists (the tasks are
+	// subqueue 0 of a live queue).
+	HasQueueRow bool
+}
+
+// TaskRange is an inclusive range of task keys: Min <= key <= Max.
+// The zero Min means "from the first task".
+type TaskRange struct {
+	Min, Max TaskKey
+}
