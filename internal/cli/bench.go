@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tqscavenger/tqscavenger/bench"
+	"github.com/tqscavenger/tqscavenger/internal/bench"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tqscavenger/tqscavenger/bench"
+	"github.com/tqscavenger/tqscavenger/internal/bench"
 	"github.com/tqscavenger/tqscavenger/internal/cli"
 	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
