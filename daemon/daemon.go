@@ -359,23 +359,22 @@ func (d *Daemon) pass(ctx context.Context) {
 		cfg.Tables = info.Tables
 	}
 
-	// Statements get a context of their own, cancelled at the shutdown
-	// timeout, not when ctx ends: see drainStore.
-	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHard()
-	sc := scavenger.New(&drainStore{db: d.cfg.DB, soft: ctx, hard: hard}, cfg)
+	sc := scavenger.New(d.cfg.DB, cfg)
 	d.mu.Lock()
 	d.current, d.currentID, d.currentAt = sc, id, start
 	d.totals.started++
 	d.mu.Unlock()
 
+	// The pass runs under a context that shutdown does not cancel: when ctx
+	// ends, the pass is shut down gracefully instead, its statements in
+	// flight given until the shutdown timeout.
 	type result struct {
 		st  scavenger.Stats
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		st, err := sc.Run(ctx)
+		st, err := sc.Run(context.WithoutCancel(ctx))
 		done <- result{st, err}
 	}()
 	var r result
@@ -385,20 +384,25 @@ func (d *Daemon) pass(ctx context.Context) {
 		d.setState(Stopping, time.Time{})
 		d.log.Info(MsgShuttingDown)
 		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout.String())
+		sctx, cancel := context.WithCancel(context.Background())
 		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
-		select {
-		case r = <-done:
-			stop()
-		case <-timeout:
-			log.Warn(MsgShutdownTimeout)
-			cancelHard()
-			r = <-done
-		}
+		go func() {
+			select {
+			case <-timeout:
+				log.Warn(MsgShutdownTimeout)
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+		sc.Shutdown(sctx)
+		stop()
+		cancel()
+		r = <-done
 	}
 	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Completed, Stats: r.st}
 	rec.Stats.BadRows = nil
 	switch {
-	case r.err != nil && ctx.Err() != nil:
+	case r.err != nil && (ctx.Err() != nil || errors.Is(r.err, scavenger.ErrShutdown)):
 		rec.Outcome, rec.Err = Canceled, "shutdown"
 	case r.err != nil:
 		rec.Outcome, rec.Err = Failed, r.err.Error()
@@ -501,108 +505,4 @@ func (d *Daemon) Status() Status {
 		s.Current = &Progress{ID: id, Started: at, Stats: cur.Stats()}
 	}
 	return s
-}
-
-// drainStore lets the statements in flight when shutdown begins run to
-// their end, and refuses new ones. Cancelling the pass's context would
-// abort in-flight statements at once; each statement here runs under a
-// context detached from that cancellation and ended only by hard, which
-// the daemon cancels at the shutdown timeout. Each statement is atomic on
-// its own, so stopping between statements leaves nothing half done.
-//
-// It wraps every method of store.Store explicitly, without embedding, so
-// that a method added to the interface fails to compile here instead of
-// passing through without these rules.
-type drainStore struct {
-	db store.Store
-	// soft ends when shutdown begins: no statement starts after it.
-	soft context.Context
-	// hard ends at the shutdown timeout: statements still running stop.
-	hard context.Context
-}
-
-var _ store.Store = (*drainStore)(nil)
-
-// detach returns the context a statement runs under, or an error if the
-// caller's context or soft has ended. Checking soft, not only ctx, closes
-// the window between shutdown and the scavenger cancelling its workers.
-func (s *drainStore) detach(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	if s.soft.Err() != nil {
-		// Shutdown began: start nothing new. Wait for the caller's context,
-		// which the scavenger cancels right after its own, so the refusal
-		// reads as a cancellation and not as a failed queue job.
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-s.hard.Done():
-			return nil, nil, s.soft.Err()
-		}
-	}
-	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(s.hard, cancel)
-	return c, func() { stop(); cancel() }, nil
-}
-
-// call runs f under a detached context.
-func call[T any](s *drainStore, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	c, cancel, err := s.detach(ctx)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	defer cancel()
-	return f(c)
-}
-
-// exec is call for methods that return only an error.
-func exec(s *drainStore, ctx context.Context, f func(context.Context) error) error {
-	_, err := call(s, ctx, func(c context.Context) (struct{}, error) { return struct{}{}, f(c) })
-	return err
-}
-
-func (s *drainStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
-	return call(s, ctx, func(c context.Context) ([]store.QueueRow, error) { return s.db.ListQueues(c, t, after, limit) })
-}
-
-func (s *drainStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
-	return call(s, ctx, func(c context.Context) ([]store.TaskRow, error) { return s.db.ReadTasks(c, t, q, after, limit) })
-}
-
-func (s *drainStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteTasks(c, t, q, r, limit) })
-}
-
-func (s *drainStore) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
-	return call(s, ctx, func(c context.Context) (store.QueueRow, error) { return s.db.GetQueue(c, t, q) })
-}
-
-func (s *drainStore) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
-	return call(s, ctx, func(c context.Context) ([]store.TaskQueueRef, error) {
-		return s.db.ListTaskQueueIDs(c, t, after, limit)
-	})
-}
-
-func (s *drainStore) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteOrphanTasks(c, t, q, parents, keys) })
-}
-
-func (s *drainStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
-	return call(s, ctx, func(c context.Context) ([]store.ScannedTask, error) {
-		return s.db.ScanTasks(c, t, after, through, limit)
-	})
-}
-
-func (s *drainStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteTaskSets(c, t, sets) })
-}
-
-func (s *drainStore) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
-	return call(s, ctx, func(c context.Context) (int64, error) { return s.db.DeleteQueues(c, t, fences) })
-}
-
-func (s *drainStore) Tables(ctx context.Context) ([]store.Table, error) {
-	return call(s, ctx, func(c context.Context) ([]store.Table, error) { return s.db.Tables(c) })
 }

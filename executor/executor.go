@@ -61,7 +61,8 @@ func (s Status) String() string {
 // A Job is one unit of work.
 //
 // Run may be called several times if it returns [Defer], never concurrently
-// with itself. Its ctx is cancelled by [Executor.Stop]; a job should return
+// with itself. Its ctx ends with the context given to [New] or with
+// [Executor.Stop]; a job should return
 // promptly when that happens, because Stop waits for it. Any Status other
 // than Done, Defer and Err is counted as Err.
 type Job interface {
@@ -123,7 +124,7 @@ var ErrStopped = errors.New("executor stopped")
 type Executor struct {
 	cfg Config // with defaults applied
 
-	ctx    context.Context // passed to every Run; cancelled by Stop
+	ctx    context.Context // passed to every Run; derived from New's, cancelled by Stop
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the workers, so that Stop can wait for them
 
@@ -147,8 +148,9 @@ type Executor struct {
 }
 
 // New returns an executor configured by cfg, with its workers started.
-// Call [Executor.Stop] to release them.
-func New(cfg Config) *Executor {
+// The context passed to every job is derived from ctx: it ends when ctx
+// ends or [Executor.Stop] is called. Call Stop to release the workers.
+func New(ctx context.Context, cfg Config) *Executor {
 	if cfg.Workers <= 0 {
 		cfg.Workers = defaultWorkers
 	}
@@ -158,7 +160,7 @@ func New(cfg Config) *Executor {
 	if cfg.MaxDeferred <= 0 {
 		cfg.MaxDeferred = defaultMaxDeferred
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	e := &Executor{cfg: cfg, ctx: ctx, cancel: cancel}
 	e.work.L = &e.mu
 	e.space.L = &e.mu

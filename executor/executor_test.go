@@ -23,7 +23,7 @@ var bg = context.Background()
 
 func start(t *testing.T, cfg Config) *Executor {
 	t.Helper()
-	e := New(cfg)
+	e := New(context.Background(), cfg)
 	t.Cleanup(e.Stop)
 	return e
 }
@@ -322,7 +322,7 @@ func TestDeferredCap(t *testing.T) {
 }
 
 func TestSubmitBlocksWhenQueueFull(t *testing.T) {
-	e := New(Config{Workers: 1, QueueSize: 1})
+	e := New(context.Background(), Config{Workers: 1, QueueSize: 1})
 	t.Cleanup(e.Stop)
 	blocked, hook := signal(1)
 	e.testHookSubmitWait = hook
@@ -410,7 +410,7 @@ func TestSubmitContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := New(Config{Workers: 1, QueueSize: 1})
+			e := New(context.Background(), Config{Workers: 1, QueueSize: 1})
 			t.Cleanup(e.Stop)
 			blocked, hook := signal(1)
 			e.testHookSubmitWait = hook
@@ -453,7 +453,7 @@ func TestSubmitContext(t *testing.T) {
 // A Submit that gives up must not keep a freed slot from another blocked
 // Submit.
 func TestSubmitCancelledLeavesSlotToOthers(t *testing.T) {
-	e := New(Config{Workers: 1, QueueSize: 1})
+	e := New(context.Background(), Config{Workers: 1, QueueSize: 1})
 	t.Cleanup(e.Stop)
 	blocked, hook := signal(2)
 	e.testHookSubmitWait = hook
@@ -495,7 +495,7 @@ func TestSubmitNilPanics(t *testing.T) {
 }
 
 func TestStop(t *testing.T) {
-	e := New(Config{Workers: 2, QueueSize: 2})
+	e := New(context.Background(), Config{Workers: 2, QueueSize: 2})
 	t.Cleanup(e.Stop)
 	submitBlocked, hook := signal(1)
 	e.testHookSubmitWait = hook
@@ -560,7 +560,7 @@ func TestStop(t *testing.T) {
 }
 
 func TestStopIdle(t *testing.T) {
-	e := New(Config{})
+	e := New(context.Background(), Config{})
 	e.Stop()
 	if err := e.Wait(bg); !errors.Is(err, ErrStopped) {
 		t.Errorf("Wait after Stop = %v, want %v", err, ErrStopped)
@@ -592,7 +592,7 @@ func TestWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := New(Config{Workers: 1})
+			e := New(context.Background(), Config{Workers: 1})
 			t.Cleanup(e.Stop)
 			blocked, hook := signal(1)
 			e.testHookWaitWait = hook
@@ -743,4 +743,28 @@ func TestDeferredJobRunsOnIdleWorker(t *testing.T) {
 	}))
 	wait(t, e)
 	checkStats(t, e, Stats{Submitted: 2, Done: 2, Deferred: 1})
+}
+
+// TestJobContextFromNew: the context of every job derives from New's, so a
+// caller that cancels its context stops the jobs without calling Stop.
+func TestJobContextFromNew(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "caller"))
+	e := New(parent, Config{Workers: 1})
+	defer e.Stop()
+	started := make(chan struct{})
+	ended := make(chan any, 1)
+	if err := e.Submit(context.Background(), JobFunc(func(ctx context.Context) Status {
+		close(started)
+		<-ctx.Done()
+		ended <- ctx.Value(key{})
+		return Done
+	})); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cancel()
+	if v := <-ended; v != "caller" {
+		t.Errorf("the job's context carries %v, want the caller's value", v)
+	}
 }

@@ -91,12 +91,20 @@ type Config struct {
 	// count what would have been deleted.
 	DryRun bool
 
-	// Now is the clock. Default time.Now. Tests and reruns on fixtures
-	// pin it.
+	// Now is the clock. Default time.Now. It exists for tests and
+	// embedders: reruns on copies of a database pin it, and tests move it
+	// to prove that their checks catch a scavenger with a wrong clock.
 	Now func() time.Time
 
 	// Logger receives the pass's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// Middleware wraps the store of every pass, outermost first, inside
+	// the pass's own shutdown gate and rate limits. It exists for tests
+	// and embedders: to inject faults, hold a call until something has
+	// happened, trace or count calls. A middleware must pass each call on
+	// unchanged to keep the pass's guarantees.
+	Middleware []store.Middleware
 
 	// Tables limits a pass to these table versions. Default: v1 in
 	// CompatTemporal; every table present otherwise.
@@ -149,8 +157,10 @@ const (
 	OrphansNone OrphanPolicy = "none"
 )
 
-// withDefaults returns c with every zero field set to its default.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default: the
+// configuration a pass runs with. Help texts and the configuration the
+// command prints read their defaults from here.
+func (c Config) WithDefaults() Config {
 	workers, page, batch, perJob := DefaultWorkers, DefaultListPageSize, DefaultTaskBatchSize, DefaultTasksPerJob
 	if c.Compat == CompatTemporal {
 		workers, page, batch, perJob = TemporalWorkers, TemporalListPageSize, TemporalTaskBatchSize, TemporalTasksPerJob

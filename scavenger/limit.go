@@ -46,8 +46,9 @@ func (l *limiter) delay() time.Duration {
 	return time.Duration((-l.balance/l.rate)*float64(time.Second)) + time.Millisecond
 }
 
-// wait blocks until the balance is positive, or ctx ends.
-func (l *limiter) wait(ctx context.Context) error {
+// wait blocks until the balance is positive, ctx ends or stop is closed
+// (ErrShutdown).
+func (l *limiter) wait(ctx context.Context, stop <-chan struct{}) error {
 	if l == nil {
 		return nil
 	}
@@ -61,6 +62,9 @@ func (l *limiter) wait(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
+		case <-stop:
+			t.Stop()
+			return ErrShutdown
 		case <-t.C:
 		}
 	}
@@ -83,27 +87,31 @@ func (l *limiter) charge(n int64) {
 type limitedStore struct {
 	next        store.Store
 	stmts, rows *limiter
+	// stop ends the waits: a pass that shuts down does not wait for tokens.
+	stop <-chan struct{}
 }
 
 var _ store.Store = (*limitedStore)(nil)
 
 // limit returns the middleware of the pass's rate limits, or nil when
-// there are none.
-func limit(cfg Config) store.Middleware {
+// there are none. Its waits end when stop is closed.
+func limit(cfg Config, stop <-chan struct{}) store.Middleware {
 	if cfg.MaxDeletesPerSecond <= 0 && cfg.MaxStatementsPerSecond <= 0 {
 		return nil
 	}
 	stmts, rows := newLimiter(cfg.MaxStatementsPerSecond), newLimiter(cfg.MaxDeletesPerSecond)
-	return func(next store.Store) store.Store { return &limitedStore{next: next, stmts: stmts, rows: rows} }
+	return func(next store.Store) store.Store {
+		return &limitedStore{next: next, stmts: stmts, rows: rows, stop: stop}
+	}
 }
 
 func (s *limitedStore) before(ctx context.Context, deletes bool) error {
-	if err := s.stmts.wait(ctx); err != nil {
+	if err := s.stmts.wait(ctx, s.stop); err != nil {
 		return err
 	}
 	s.stmts.charge(1)
 	if deletes {
-		return s.rows.wait(ctx)
+		return s.rows.wait(ctx, s.stop)
 	}
 	return nil
 }

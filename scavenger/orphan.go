@@ -178,7 +178,7 @@ func (j *orphanJob) deletable(task store.TaskRow, now time.Time) bool {
 }
 
 func (j *orphanJob) fail(ctx context.Context, err error) executor.Status {
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !errors.Is(err, ErrShutdown) {
 		j.p.c.errors.Add(1)
 		j.p.cfg.Logger.Error("orphan job failed", "table", j.table.String(), "task_queue", j.key.String(), "err", err)
 	}

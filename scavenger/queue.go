@@ -481,7 +481,7 @@ func (j *queueJob) done() executor.Status {
 // fail records a job that could not finish. A cancelled pass is not an
 // error of the job.
 func (j *queueJob) fail(ctx context.Context, op string, err error) executor.Status {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, ErrShutdown) {
 		return executor.Err
 	}
 	j.p.c.errors.Add(1)

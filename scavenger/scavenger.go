@@ -15,111 +15,74 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/executor"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// ErrRunning is returned by Start while a pass is running.
-var ErrRunning = errors.New("scavenger: a pass is already running")
+// ErrShutdown is returned by Run once Shutdown has been called: the pass
+// stopped taking new work before it was done. What it did is in the Stats
+// Run returns; every statement is atomic on its own, so nothing is half
+// done, and the next pass goes on from the rows this one left.
+var ErrShutdown = errors.New("scavenger: shut down")
 
-// Scavenger runs passes over one store. Use Run for one pass in the
-// caller's goroutine, or Start, Stop and Wait to run it in the background.
+// errBusy is returned by Run while another Run of the same Scavenger runs.
+var errBusy = errors.New("scavenger: a pass is already running")
+
+// Scavenger runs passes over one store. Run makes a pass in the caller's
+// goroutine; Shutdown stops it gracefully, as http.Server.Shutdown stops a
+// server.
 type Scavenger struct {
 	st  store.Store
 	cfg Config
 
+	// closing is closed by the first Shutdown: no statement starts after
+	// it, and no pass either.
+	closing   chan struct{}
+	closeOnce sync.Once
+
 	mu      sync.Mutex
+	running bool
 	c       *counters
 	exec    *executor.Executor
 	started time.Time
-	cancel  context.CancelFunc
-	done    chan struct{}
-	result  Stats
-	err     error
+	// hard cancels the running pass's statements; done is closed when
+	// its Run returns.
+	hard context.CancelCauseFunc
+	done chan struct{}
 }
 
-// New returns a Scavenger for st. It panics on nothing: an invalid cfg is
-// reported by Run.
+// New returns a Scavenger for st. An invalid cfg is reported by Run.
 func New(st store.Store, cfg Config) *Scavenger {
-	return &Scavenger{st: st, cfg: cfg.withDefaults()}
+	return &Scavenger{st: st, cfg: cfg.WithDefaults(), closing: make(chan struct{})}
 }
 
 // Config returns the configuration in effect, defaults filled in.
 func (s *Scavenger) Config() Config { return s.cfg }
 
-// Start begins a pass in the background. Stop cancels it; Wait waits for
-// its end.
-func (s *Scavenger) Start(ctx context.Context) error {
+// Shutdown stops the running pass gracefully: once it is called no
+// statement starts, the statements in flight may finish until ctx ends, and
+// then they are cancelled. It returns when the pass has ended, with
+// ctx.Err() if ctx ended first. A Run called after Shutdown returns
+// ErrShutdown at once.
+func (s *Scavenger) Shutdown(ctx context.Context) error {
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done != nil {
-		select {
-		case <-s.done:
-		default:
-			return ErrRunning
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
-	go func() {
-		defer close(done)
-		defer cancel()
-		st, err := s.Run(ctx)
-		s.mu.Lock()
-		s.result, s.err = st, err
-		s.mu.Unlock()
-	}()
-	return nil
-}
-
-// Stop cancels a running pass, including its in-flight database calls,
-// and returns when it has ended. It is a no-op when no pass runs.
-func (s *Scavenger) Stop() {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-done
-}
-
-// Alive reports whether a pass started with Start is running.
-func (s *Scavenger) Alive() bool {
-	s.mu.Lock()
-	done := s.done
+	hard, done := s.hard, s.done
 	s.mu.Unlock()
 	if done == nil {
-		return false
+		return nil
 	}
 	select {
 	case <-done:
-		return false
-	default:
-		return true
-	}
-}
-
-// Wait waits for the pass started with Start to end and returns its result.
-func (s *Scavenger) Wait(ctx context.Context) (Stats, error) {
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-	if done == nil {
-		return Stats{}, errors.New("scavenger: no pass started")
-	}
-	select {
-	case <-done:
+		return nil
 	case <-ctx.Done():
-		return s.Stats(), ctx.Err()
+		hard(fmt.Errorf("%w: shutdown timeout", ErrShutdown))
+		<-done
+		return ctx.Err()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.result, s.err
 }
 
 // Stats returns the counts of the running pass, or of the last one.
@@ -142,41 +105,72 @@ func (s *Scavenger) Stats() Stats {
 	return st
 }
 
-// Run makes one pass and returns its stats. The error is non-nil if the
-// pass could not complete (the listing failed, or ctx ended); rows that
-// could not be processed do not fail a pass: they are in Stats.BadRows and
-// Stats.Errors.
+// Run makes one pass and returns its stats. When ctx ends the pass stops at
+// once, its statements cancelled; use Shutdown to let them finish. The
+// error is non-nil if the pass could not complete: the listing failed, ctx
+// ended (ctx.Err()), or Shutdown was called (ErrShutdown). Rows that could
+// not be processed do not fail a pass: they are in Stats.BadRows and
+// Stats.Errors. Run must not be called while another Run of s runs.
 func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	if err := s.cfg.Validate(); err != nil {
 		return Stats{}, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ex := executor.New(executor.Config{
+	ctx, hard := context.WithCancelCause(ctx)
+	defer hard(nil)
+	done := make(chan struct{})
+	defer close(done)
+	c := &counters{}
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return Stats{}, errBusy
+	}
+	select {
+	case <-s.closing:
+		s.mu.Unlock()
+		return Stats{}, ErrShutdown
+	default:
+	}
+	ex := executor.New(ctx, executor.Config{
 		Workers:     s.cfg.Workers,
 		QueueSize:   s.cfg.Workers,
 		MaxDeferred: s.cfg.MaxDeferred,
 	})
-	defer ex.Stop()
-	c := &counters{}
-	s.mu.Lock()
-	s.c, s.exec, s.started = c, ex, time.Now()
+	s.running, s.c, s.exec, s.started, s.hard, s.done = true, c, ex, time.Now(), hard, done
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+	defer ex.Stop()
 
-	p := &pass{s: s, cfg: s.cfg, st: s.st, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement)}
-	p.st = store.Chain(s.st, limit(s.cfg))
+	p := &pass{cfg: s.cfg, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement)}
+	p.st = s.stack(&p.refused)
 	log := s.cfg.Logger
 	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun)
 	err := p.run(ctx)
-	if err == nil {
-		err = ex.Wait(ctx)
+	if err == nil || errors.Is(err, ErrShutdown) {
+		// After a shutdown too: the jobs' statements in flight may finish
+		// (their next ones are refused) until Shutdown's context ends.
+		if werr := ex.Wait(ctx); err == nil {
+			err = werr
+		}
 	}
 	ex.Stop()
 	st := s.Stats()
 	st.Elapsed = time.Since(st.Started)
+	if err == nil && p.refused.Load() > 0 {
+		// Jobs refused by the shutdown gate end without an error of their
+		// own, but their work is not done.
+		err = ErrShutdown
+	}
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, executor.ErrStopped) {
-			err = ctx.Err()
+		switch {
+		case s.closed():
+			err = ErrShutdown
+		case ctx.Err() != nil:
+			err = context.Cause(ctx)
 		}
 		log.Error("scavenger pass failed", "err", err, "elapsed", st.Elapsed)
 		return st, err
@@ -188,10 +182,21 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
+// closed reports whether Shutdown has been called.
+func (s *Scavenger) closed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // pass is the state of one Run.
 type pass struct {
-	s   *Scavenger
 	cfg Config
+	// refused counts the statements the shutdown gate refused.
+	refused atomic.Int64
 	st  store.Store
 	c   *counters
 	ex  *executor.Executor

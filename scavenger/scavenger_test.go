@@ -286,36 +286,144 @@ func (b *blockingStore) ScanTasks(ctx context.Context, t store.Table, after stor
 	return nil, ctx.Err()
 }
 
-func TestStopMidPass(t *testing.T) {
+// TestCancelMidPass: when Run's context ends, the pass stops at once, its
+// statements cancelled.
+func TestCancelMidPass(t *testing.T) {
 	db := testdb.Open(t, sqlstore.SQLite)
 	mustSeed(t, db, seed.Spec{Queues: 100, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
 	bs := &blockingStore{Store: db, started: make(chan struct{})}
 	s := scavenger.New(bs, baseConfig())
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := s.Run(ctx); done <- err }()
+	recv(t, bs.started, "the pass reading a task")
+	cancel()
 	select {
-	case <-bs.started:
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run error = %v, want context.Canceled", err)
+		}
 	case <-time.After(10 * time.Second):
-		s.Stop()
-		t.Fatal("the pass never read a task")
+		t.Fatal("Run did not return within 10s of its context ending")
 	}
-	if !s.Alive() {
-		t.Fatal("not alive while a pass runs")
-	}
-	stopped := make(chan struct{})
-	go func() { s.Stop(); close(stopped) }()
+}
+
+// holdStore holds every ReadTasks, ScanTasks and DeleteTaskSets until release is closed,
+// then lets it run, and counts the calls that reached it.
+type holdStore struct {
+	store.Store
+	started chan struct{} // closed when the first call is held
+	once    sync.Once
+	release chan struct{}
+	calls   atomic.Int64
+	// finished counts held calls that ran to their end.
+	finished atomic.Int64
+}
+
+func (h *holdStore) hold(ctx context.Context) error {
+	h.calls.Add(1)
+	h.once.Do(func() { close(h.started) })
 	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Stop did not return within 5s")
+	case <-h.release:
+		h.finished.Add(1)
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	if s.Alive() {
-		t.Fatal("alive after Stop")
+}
+
+func (h *holdStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	if err := h.hold(ctx); err != nil {
+		return nil, err
 	}
-	_, err := s.Wait(context.Background())
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Wait error = %v, want context.Canceled", err)
+	return h.Store.ReadTasks(ctx, t, q, after, limit)
+}
+
+func (h *holdStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
+	if err := h.hold(ctx); err != nil {
+		return 0, err
+	}
+	return h.Store.DeleteTaskSets(ctx, t, sets)
+}
+
+func (h *holdStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	if err := h.hold(ctx); err != nil {
+		return nil, err
+	}
+	return h.Store.ScanTasks(ctx, t, after, through, limit)
+}
+
+// TestShutdown: once Shutdown is called no statement starts, the ones in
+// flight finish while Shutdown's context lasts and are cancelled when it
+// ends, and Run returns ErrShutdown without counting job errors.
+func TestShutdown(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// expire: Shutdown's context ends while a statement is in flight.
+		expire bool
+	}{
+		{"in-flight statements finish", false},
+		{"in-flight statements cancelled at the deadline", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := testdb.Open(t, sqlstore.SQLite)
+			mustSeed(t, db, seed.Spec{Queues: 100, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
+			hs := &holdStore{Store: db, started: make(chan struct{}), release: make(chan struct{})}
+			cfg := baseConfig()
+			cfg.ListPageSize = 10 // pages of 10 queues: every worker is busy
+			s := scavenger.New(hs, cfg)
+			type result struct {
+				st  scavenger.Stats
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { st, err := s.Run(context.Background()); done <- result{st, err} }()
+			recv(t, hs.started, "the pass reading tasks")
+
+			sctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			shut := make(chan error, 1)
+			go func() { shut <- s.Shutdown(sctx) }()
+			// Shutdown waits for the held statement; it must not return
+			// while one is in flight. Calls made after it are refused.
+			select {
+			case err := <-shut:
+				t.Fatalf("Shutdown returned %v with a statement in flight", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			held := hs.calls.Load()
+			if c.expire {
+				cancel()
+			} else {
+				close(hs.release)
+			}
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return within 10s of the shutdown")
+			}
+			err := <-shut
+			if !errors.Is(r.err, scavenger.ErrShutdown) {
+				t.Errorf("Run error = %v, want ErrShutdown", r.err)
+			}
+			if c.expire != errors.Is(err, context.Canceled) {
+				t.Errorf("Shutdown = %v, want context.Canceled: %v", err, c.expire)
+			}
+			if got := hs.calls.Load(); got != held {
+				t.Errorf("%d statements started after Shutdown", got-held)
+			}
+			if want := map[bool]int64{false: held, true: 0}[c.expire]; hs.finished.Load() != want {
+				t.Errorf("%d held reads finished, want %d", hs.finished.Load(), want)
+			}
+			if r.st.Errors != 0 {
+				t.Errorf("%d job errors counted for a shutdown", r.st.Errors)
+			}
+			if _, err := s.Run(context.Background()); !errors.Is(err, scavenger.ErrShutdown) {
+				t.Errorf("Run after Shutdown = %v, want ErrShutdown", err)
+			}
+		})
 	}
 }
 
@@ -401,3 +509,14 @@ func corruptTask(t *testing.T, db *sqlstore.DB, q store.QueueKey, id int64, data
 func openEngine(t *testing.T, e sqlstore.Engine) *sqlstore.DB { return testdb.Open(t, e) }
 
 func isCondition(err error) bool { return errors.Is(err, store.ErrConditionFailed) }
+
+// recv waits for ch to be closed, failing the test after a deadline
+// instead of hanging it.
+func recv(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}

@@ -2,6 +2,7 @@ package scavenger
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -247,7 +248,7 @@ func (w *windowJob) finish(ctx context.Context) executor.Status {
 }
 
 func (w *windowJob) fail(ctx context.Context, op string, err error) executor.Status {
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !errors.Is(err, ErrShutdown) {
 		w.p.c.errors.Add(1)
 		w.p.cfg.Logger.Error("queue page failed", "op", op, "table", w.table.String(),
 			"first_queue", w.queues[0].key.String(), "queues", len(w.queues), "err", err)

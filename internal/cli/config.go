@@ -243,7 +243,7 @@ func configCmd(ctx context.Context, e *env, args []string) error {
 // withDefaults shows, for scavenger knobs left at 0 ("the default"), the
 // value a pass uses.
 func withDefaults(settings []daemon.Setting, cfg scavenger.Config) []daemon.Setting {
-	c := scavenger.New(nil, cfg).Config()
+	c := cfg.WithDefaults()
 	eff := map[string]string{
 		"workers":         strconv.Itoa(c.Workers),
 		"list-page-size":  strconv.Itoa(c.ListPageSize),

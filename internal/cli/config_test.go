@@ -195,7 +195,7 @@ func TestConfigCommand(t *testing.T) {
 		"workers: 6  # env",
 		"every: 6h0m0s  # file",
 		"grace: 72h0m0s  # flag",
-		fmt.Sprintf("# task-batch-size: %d  (default)", scavenger.New(nil, scavenger.Config{}).Config().TaskBatchSize),
+		fmt.Sprintf("# task-batch-size: %d  (default)", scavenger.Config{}.WithDefaults().TaskBatchSize),
 		`# listen: "127.0.0.1:9464"  (default)`,
 	} {
 		if !strings.Contains(text, want) {

@@ -1,0 +1,120 @@
+package scavenger
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// The store a pass works on is the caller's store wrapped in middleware, in
+// this order, outermost first:
+//
+//  1. the shutdown gate: once Shutdown is called, no call starts;
+//  2. the rate limits of Config.MaxStatementsPerSecond and
+//     Config.MaxDeletesPerSecond, whose waits end at Shutdown too;
+//  3. Config.Middleware, in its order: what tests and embedders add
+//     (fault injection, tracing), closest to the store so that what they
+//     see is what the database gets.
+//
+// This is the one place where they are composed. Every wrapper spells out
+// every method of store.Store, so a method added to the contract fails to
+// compile until each has decided what to do with it.
+func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
+	mw := []store.Middleware{
+		func(next store.Store) store.Store { return &gateStore{next: next, closing: s.closing, refused: refused} },
+		limit(s.cfg, s.closing),
+	}
+	return store.Chain(s.st, append(mw, s.cfg.Middleware...)...)
+}
+
+// gateStore refuses every call once closing is closed, with ErrShutdown,
+// and counts the refusals. Calls that started before run on under the
+// pass's context, which Shutdown cancels only when its own context ends.
+type gateStore struct {
+	next    store.Store
+	closing <-chan struct{}
+	refused *atomic.Int64
+}
+
+var _ store.Store = (*gateStore)(nil)
+
+func (g *gateStore) admit() error {
+	select {
+	case <-g.closing:
+		g.refused.Add(1)
+		return ErrShutdown
+	default:
+		return nil
+	}
+}
+
+func (g *gateStore) Tables(ctx context.Context) ([]store.Table, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return g.next.Tables(ctx)
+}
+
+func (g *gateStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return g.next.ListQueues(ctx, t, after, limit)
+}
+
+func (g *gateStore) GetQueue(ctx context.Context, t store.Table, q store.QueueKey) (store.QueueRow, error) {
+	if err := g.admit(); err != nil {
+		return store.QueueRow{}, err
+	}
+	return g.next.GetQueue(ctx, t, q)
+}
+
+func (g *gateStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return g.next.ReadTasks(ctx, t, q, after, limit)
+}
+
+func (g *gateStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return g.next.ScanTasks(ctx, t, after, through, limit)
+}
+
+func (g *gateStore) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.TaskQueueRef, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return g.next.ListTaskQueueIDs(ctx, t, after, limit)
+}
+
+func (g *gateStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
+	if err := g.admit(); err != nil {
+		return 0, err
+	}
+	return g.next.DeleteTaskSets(ctx, t, sets)
+}
+
+func (g *gateStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
+	if err := g.admit(); err != nil {
+		return 0, err
+	}
+	return g.next.DeleteTasks(ctx, t, q, r, limit)
+}
+
+func (g *gateStore) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
+	if err := g.admit(); err != nil {
+		return 0, err
+	}
+	return g.next.DeleteOrphanTasks(ctx, t, q, parents, keys)
+}
+
+func (g *gateStore) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
+	if err := g.admit(); err != nil {
+		return 0, err
+	}
+	return g.next.DeleteQueues(ctx, t, fences)
+}
