@@ -22,7 +22,9 @@ import (
 // compile until each has decided what to do with it.
 func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
 	mw := []store.Middleware{
-		func(next store.Store) store.Store { return &gateStore{next: next, closing: s.closing, refused: refused} },
+		func(next store.Store) store.Store {
+			return &gateStore{next: next, closing: s.closing, refused: refused}
+		},
 		limit(s.cfg, s.closing),
 	}
 	return store.Chain(s.st, append(mw, s.cfg.Middleware...)...)

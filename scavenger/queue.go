@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/executor"
@@ -123,76 +122,12 @@ func subqueueID(rowID []byte, k int) []byte {
 	}
 }
 
-// inScope applies Config.Namespaces and Config.QueueGlob to a queue row.
-func (p *pass) inScope(j *queueJob) bool {
-	if len(p.cfg.Namespaces) > 0 && !p.namespaceInScope(j.key.ID) {
-		return false
-	}
-	if p.cfg.QueueGlob != "" {
-		ok, _ := path.Match(p.cfg.QueueGlob, j.name)
-		return ok
-	}
-	return true
-}
-
-// namespaceInScope reports whether a task_queue_id starts with one of the
-// namespaces of Config.Namespaces.
-func (p *pass) namespaceInScope(id []byte) bool {
-	if len(p.cfg.Namespaces) == 0 {
-		return true
-	}
-	for _, ns := range p.cfg.Namespaces {
-		if len(id) >= 16 && string(id[:16]) == string(ns[:]) {
-			return true
-		}
-	}
-	return false
-}
-
 // Run implements executor.Job.
 func (j *queueJob) Run(ctx context.Context) executor.Status {
 	if j.p.cfg.Compat == CompatTemporal {
 		return j.runTemporal(ctx)
 	}
 	return j.run(ctx)
-}
-
-// runTemporal is Temporal's algorithm, batch by batch: read a batch of the
-// oldest tasks of subqueue 0; stop at the first live one; if all are
-// expired delete "task_id <= last" limited to the batch, and go on; an
-// empty queue may be deleted; after TasksPerJob tasks, yield the worker.
-func (j *queueJob) runTemporal(ctx context.Context) executor.Status {
-	p := j.p
-	batch := p.cfg.TaskBatchSize
-	sq := j.subs[0]
-	for i := 0; i < p.cfg.TasksPerJob/batch; i++ {
-		tasks, err := p.readTasks(ctx, j.table, sq.Key, j.cursor, batch)
-		if err != nil {
-			return j.fail(ctx, "read tasks", err)
-		}
-		if len(tasks) == 0 {
-			j.tryDeleteQueue(ctx)
-			return j.done()
-		}
-		now := p.cfg.Now()
-		for i, task := range tasks {
-			j.examined++
-			if !j.expired(task, now) {
-				j.leftExpired(tasks[i+1:], now)
-				return j.done()
-			}
-		}
-		last := tasks[len(tasks)-1].Key
-		if err := j.deleteRange(ctx, sq.Key, store.TaskRange{Max: last}, len(tasks), len(tasks), ReasonExpired); err != nil {
-			return j.fail(ctx, "delete tasks", err)
-		}
-		j.cursor = &last
-		if len(tasks) < batch {
-			j.tryDeleteQueue(ctx)
-			return j.done()
-		}
-	}
-	return executor.Defer
 }
 
 // run is tqscavenger's mode: every subqueue, the whole expired prefix (and

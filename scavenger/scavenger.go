@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,9 +196,9 @@ type pass struct {
 	cfg Config
 	// refused counts the statements the shutdown gate refused.
 	refused atomic.Int64
-	st  store.Store
-	c   *counters
-	ex  *executor.Executor
+	st      store.Store
+	c       *counters
+	ex      *executor.Executor
 	// present lists the task tables that exist, whether or not this pass
 	// scavenges them.
 	present []store.Table
@@ -325,13 +324,4 @@ func (p *pass) retry(ctx context.Context, f func() error) error {
 		}
 		wait = min(wait*2, p.cfg.RetryMax)
 	}
-}
-
-func (p *pass) protected(name string) bool {
-	for _, pre := range p.cfg.ProtectedPrefixes {
-		if strings.HasPrefix(name, pre) {
-			return true
-		}
-	}
-	return false
 }

@@ -3,8 +3,6 @@ package scavenger
 import (
 	"context"
 	"errors"
-	"sync/atomic"
-	"time"
 
 	"github.com/tqscavenger/tqscavenger/executor"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -254,41 +252,4 @@ func (w *windowJob) fail(ctx context.Context, op string, err error) executor.Sta
 			"first_queue", w.queues[0].key.String(), "queues", len(w.queues), "err", err)
 	}
 	return executor.Err
-}
-
-// batcher adapts the batch size of scans and deletes: it halves when a
-// statement is slow or times out, and grows back while statements are
-// fast, between a floor and Config.TaskBatchSize (as River's maintenance
-// services do).
-type batcher struct {
-	cur       atomic.Int64
-	floor     int64
-	ceil      int64
-	slow      time.Duration
-	fastCount atomic.Int64
-}
-
-func newBatcher(ceil int, slow time.Duration) *batcher {
-	b := &batcher{floor: min(16, int64(ceil)), ceil: int64(ceil), slow: slow}
-	b.cur.Store(int64(ceil))
-	return b
-}
-
-func (b *batcher) size() int { return int(b.cur.Load()) }
-
-// observe adjusts the size after a statement that took d.
-func (b *batcher) observe(d time.Duration, timedOut bool) {
-	cur := b.cur.Load()
-	switch {
-	case timedOut || d > b.slow:
-		b.cur.CompareAndSwap(cur, max(b.floor, cur/2))
-		b.fastCount.Store(0)
-	case d < b.slow/4 && cur < b.ceil:
-		// Grow only after a run of fast statements, so one lucky
-		// statement does not undo a shrink.
-		if b.fastCount.Add(1) >= 8 {
-			b.fastCount.Store(0)
-			b.cur.CompareAndSwap(cur, min(b.ceil, cur*2))
-		}
-	}
 }

@@ -1,0 +1,120 @@
+package daemon
+
+// One attempt at a pass: take the lock, check the schema, run the pass,
+// shut it down gracefully if the daemon stops meanwhile, release the lock,
+// and record the outcome.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// pass makes one attempt: take the lock, check the schema, run a pass,
+// release the lock. Every outcome is recorded; none stops the daemon.
+func (d *Daemon) pass(ctx context.Context) {
+	d.mu.Lock()
+	d.lastID++
+	id := d.lastID
+	d.state = Running
+	d.next = time.Time{}
+	d.mu.Unlock()
+	log := d.log.With("pass", id)
+
+	unlock, err := d.cfg.DB.Lock(ctx, false)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		at := d.clock.Now()
+		rec := PassRecord{ID: id, Start: at, End: at, Outcome: Skipped, Err: err.Error()}
+		if errors.Is(err, store.ErrLocked) {
+			log.Info(MsgLockHeld)
+			rec.Err = "lock held by another tqscavenger"
+			d.finish(rec, skipLockHeld)
+		} else {
+			log.Error(MsgLockError, "err", err)
+			d.finish(rec, skipLockError)
+		}
+		return
+	}
+	defer func() {
+		if err := unlock(); err != nil {
+			log.Warn("releasing the lock", "err", err)
+			return
+		}
+		log.Debug("lock released")
+	}()
+
+	cfg := d.cfg.Scavenger
+	cfg.Logger = log
+	start := d.clock.Now()
+	if cfg.Tables == nil {
+		info, err := d.cfg.DB.Check(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Error(MsgSchemaFailed, "err", err)
+			d.mu.Lock()
+			d.totals.started++
+			d.mu.Unlock()
+			d.finish(PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Failed, Err: err.Error()}, 0)
+			return
+		}
+		cfg.Tables = info.Tables
+	}
+
+	sc := scavenger.New(d.cfg.DB, cfg)
+	d.mu.Lock()
+	d.current, d.currentID, d.currentAt = sc, id, start
+	d.totals.started++
+	d.mu.Unlock()
+
+	// The pass runs under a context that shutdown does not cancel: when ctx
+	// ends, the pass is shut down gracefully instead, its statements in
+	// flight given until the shutdown timeout.
+	type result struct {
+		st  scavenger.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := sc.Run(context.WithoutCancel(ctx))
+		done <- result{st, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		d.setState(Stopping, time.Time{})
+		d.log.Info(MsgShuttingDown)
+		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout.String())
+		sctx, cancel := context.WithCancel(context.Background())
+		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
+		go func() {
+			select {
+			case <-timeout:
+				log.Warn(MsgShutdownTimeout)
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+		sc.Shutdown(sctx)
+		stop()
+		cancel()
+		r = <-done
+	}
+	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Completed, Stats: r.st}
+	rec.Stats.BadRows = nil
+	switch {
+	case r.err != nil && (ctx.Err() != nil || errors.Is(r.err, scavenger.ErrShutdown)):
+		rec.Outcome, rec.Err = Canceled, "shutdown"
+	case r.err != nil:
+		rec.Outcome, rec.Err = Failed, r.err.Error()
+	}
+	d.finish(rec, 0)
+}
