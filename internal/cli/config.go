@@ -250,9 +250,10 @@ func withDefaults(settings []daemon.Setting, cfg scavenger.Config) []daemon.Sett
 		"task-batch-size": strconv.Itoa(c.TaskBatchSize),
 		"tasks-per-job":   strconv.Itoa(c.TasksPerJob),
 		"max-deferred":    strconv.Itoa(c.MaxDeferred),
-		"grace":           c.Grace.String(),
-		"retry-initial":   c.RetryInitial.String(),
-		"retry-max":       c.RetryMax.String(),
+		"grace":           shortDuration(c.Grace),
+		"retry-initial":   shortDuration(c.RetryInitial),
+		"retry-max":       shortDuration(c.RetryMax),
+		"slow-statement":  shortDuration(c.SlowStatement),
 		"protect":         strings.Join(c.ProtectedPrefixes, ","),
 	}
 	if c.Tables == nil {

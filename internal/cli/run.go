@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
+
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -69,17 +71,17 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
 	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
 	fs.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
-	fs.IntVar(&f.workers, "workers", 0, "jobs run at once (default 4; 32 with --compat=temporal)")
-	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement (default 1000; 32 with --compat=temporal)")
-	fs.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it (default 1000; 16 with --compat=temporal)")
-	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker (default 20000; 256 with --compat=temporal)")
-	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass (default 10000)")
-	fs.DurationVar(&f.grace, "grace", 0, "idle time before an empty queue may be deleted (default 48h)")
-	fs.DurationVar(&f.retryMin, "retry-initial", 0, "first backoff after a transient error (default 250ms)")
-	fs.DurationVar(&f.retryMax, "retry-max", 0, "backoff cap for transient errors (default 30s)")
-	fs.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+scavenger.TemporalProtectedPrefix+`")`)
+	fs.IntVar(&f.workers, "workers", 0, "jobs run at once "+byMode(defaults.Workers, temporalConfig.Workers))
+	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement "+byMode(defaults.ListPageSize, temporalConfig.ListPageSize))
+	fs.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it "+byMode(defaults.TaskBatchSize, temporalConfig.TaskBatchSize))
+	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
+	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass "+byMode(defaults.MaxDeferred, temporalConfig.MaxDeferred))
+	fs.DurationVar(&f.grace, "grace", 0, "idle time before an empty queue may be deleted "+byMode(defaults.Grace, temporalConfig.Grace))
+	fs.DurationVar(&f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
+	fs.DurationVar(&f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
+	fs.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
 	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
-	fs.DurationVar(&f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size (default 1s)")
+	fs.DurationVar(&f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size "+byMode(defaults.SlowStatement, temporalConfig.SlowStatement))
 	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
 	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default 8; SQLite uses one)")
 	fs.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
@@ -287,13 +289,15 @@ func startProgress(w io.Writer, mode string, s *scavenger.Scavenger) (stop func(
 	return func() { close(done); <-finished }
 }
 
+// isTerminal reports whether w is a terminal. A character device is not
+// enough: /dev/null is one too, and a progress line written there by a
+// service manager would be wasted work at best.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }
 
 func printSummary(w io.Writer, st scavenger.Stats, dry bool) {

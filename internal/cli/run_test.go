@@ -119,3 +119,4 @@ func TestBadRowsExitStatus(t *testing.T) {
 		t.Errorf("want 3 queues and 40 tasks deleted:\n%s", out)
 	}
 }
+
