@@ -119,4 +119,3 @@ func TestBadRowsExitStatus(t *testing.T) {
 		t.Errorf("want 3 queues and 40 tasks deleted:\n%s", out)
 	}
 }
-
