@@ -137,70 +137,34 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
-// faultStore wraps a real store: it fails the first calls of each method
-// with transient errors, and can run a hook before DeleteQueue.
-type faultStore struct {
-	store.Store
+// faults fails the first failFirst calls of each operation with a
+// transient error, and runs beforeDelete for every fenced queue delete.
+type faults struct {
 	failFirst    int
-	calls        sync.Map // method -> *atomic.Int64
+	calls        sync.Map // op -> *atomic.Int64
 	beforeDelete func(q store.QueueKey)
 	injected     atomic.Int64
 }
 
-func (f *faultStore) fault(method string) error {
-	v, _ := f.calls.LoadOrStore(method, new(atomic.Int64))
-	if v.(*atomic.Int64).Add(1) <= int64(f.failFirst) {
-		f.injected.Add(1)
-		return fmt.Errorf("injected fault in %s: %w", method, store.ErrTransient)
-	}
-	return nil
-}
-
-func (f *faultStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
-	if err := f.fault("list"); err != nil {
-		return nil, err
-	}
-	return f.Store.ListQueues(ctx, t, after, limit)
-}
-
-func (f *faultStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
-	if err := f.fault("read"); err != nil {
-		return nil, err
-	}
-	return f.Store.ReadTasks(ctx, t, q, after, limit)
-}
-
-func (f *faultStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (int64, error) {
-	if err := f.fault("delete"); err != nil {
-		return 0, err
-	}
-	return f.Store.DeleteTasks(ctx, t, q, r, limit)
-}
-
-func (f *faultStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
-	if err := f.fault("scan"); err != nil {
-		return nil, err
-	}
-	return f.Store.ScanTasks(ctx, t, after, through, limit)
-}
-
-func (f *faultStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
-	if err := f.fault("deletesets"); err != nil {
-		return 0, err
-	}
-	return f.Store.DeleteTaskSets(ctx, t, sets)
-}
-
-func (f *faultStore) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
-	if f.beforeDelete != nil {
-		for _, q := range fences {
-			f.beforeDelete(q.QueueKey)
+func (f *faults) middleware() store.Middleware {
+	return hooked(func(_ context.Context, c call) error {
+		if c.op == "deletequeues" && f.beforeDelete != nil {
+			for _, q := range c.fences {
+				f.beforeDelete(q.QueueKey)
+			}
 		}
-	}
-	if err := f.fault("deletequeues"); err != nil {
-		return 0, err
-	}
-	return f.Store.DeleteQueues(ctx, t, fences)
+		switch c.op {
+		case "list", "read", "delete", "scan", "deletesets", "deletequeues":
+		default:
+			return nil
+		}
+		v, _ := f.calls.LoadOrStore(c.op, new(atomic.Int64))
+		if v.(*atomic.Int64).Add(1) <= int64(f.failFirst) {
+			f.injected.Add(1)
+			return fmt.Errorf("injected fault in %s: %w", c.op, store.ErrTransient)
+		}
+		return nil
+	})
 }
 
 var modes = []scavenger.Compat{scavenger.CompatTemporal, scavenger.CompatNone}
@@ -211,10 +175,11 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 			t.Run("compat="+string(mode), func(t *testing.T) {
 				defer cleanup(t, db)
 				mustSeed(t, db, seed.Spec{Queues: 5, TasksPerQueue: 40, Expired: 1, IdleAge: 72 * time.Hour})
-				fs := &faultStore{Store: db, failFirst: 3}
+				fs := &faults{failFirst: 3}
 				cfg := baseConfig()
 				cfg.Compat = mode
-				st, err := scavenger.New(fs, cfg).Run(context.Background())
+				cfg.Middleware = []store.Middleware{fs.middleware()}
+				st, err := scavenger.New(db, cfg).Run(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -236,7 +201,7 @@ func TestRangeIDChangedBeforeDelete(t *testing.T) {
 				defer cleanup(t, db)
 				mustSeed(t, db, seed.Spec{Queues: 1, TasksPerQueue: 10, Expired: 1, IdleAge: 72 * time.Hour})
 				q := queueKey("seed-0", 0)
-				fs := &faultStore{Store: db, beforeDelete: func(k store.QueueKey) {
+				fs := &faults{beforeDelete: func(k store.QueueKey) {
 					// A matching host takes the queue over between list and delete.
 					row, err := db.GetQueue(context.Background(), store.V1, k)
 					if err != nil {
@@ -251,7 +216,8 @@ func TestRangeIDChangedBeforeDelete(t *testing.T) {
 				}}
 				cfg := baseConfig()
 				cfg.Compat = mode
-				st, err := scavenger.New(fs, cfg).Run(context.Background())
+				cfg.Middleware = []store.Middleware{fs.middleware()}
+				st, err := scavenger.New(db, cfg).Run(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -266,24 +232,18 @@ func TestRangeIDChangedBeforeDelete(t *testing.T) {
 	})
 }
 
-// blockingStore blocks every ReadTasks until its context ends, and says
-// when the first one started.
-type blockingStore struct {
-	store.Store
-	started chan struct{}
-	once    sync.Once
-}
-
-func (b *blockingStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
-	b.once.Do(func() { close(b.started) })
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-func (b *blockingStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
-	b.once.Do(func() { close(b.started) })
-	<-ctx.Done()
-	return nil, ctx.Err()
+// blockReads blocks every task read until its context ends, and closes
+// started when the first one begins.
+func blockReads(started chan struct{}) store.Middleware {
+	var once sync.Once
+	return hooked(func(ctx context.Context, c call) error {
+		if c.op != "read" && c.op != "scan" {
+			return nil
+		}
+		once.Do(func() { close(started) })
+		<-ctx.Done()
+		return ctx.Err()
+	})
 }
 
 // TestCancelMidPass: when Run's context ends, the pass stops at once, its
@@ -291,13 +251,15 @@ func (b *blockingStore) ScanTasks(ctx context.Context, t store.Table, after stor
 func TestCancelMidPass(t *testing.T) {
 	db := testdb.Open(t, sqlstore.SQLite)
 	mustSeed(t, db, seed.Spec{Queues: 100, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
-	bs := &blockingStore{Store: db, started: make(chan struct{})}
-	s := scavenger.New(bs, baseConfig())
+	started := make(chan struct{})
+	cfg := baseConfig()
+	cfg.Middleware = []store.Middleware{blockReads(started)}
+	s := scavenger.New(db, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { _, err := s.Run(ctx); done <- err }()
-	recv(t, bs.started, "the pass reading a task")
+	recv(t, started, "the pass reading a task")
 	cancel()
 	select {
 	case err := <-done:
@@ -309,10 +271,9 @@ func TestCancelMidPass(t *testing.T) {
 	}
 }
 
-// holdStore holds every ReadTasks, ScanTasks and DeleteTaskSets until release is closed,
+// holds holds every task read and task delete until release is closed,
 // then lets it run, and counts the calls that reached it.
-type holdStore struct {
-	store.Store
+type holds struct {
 	started chan struct{} // closed when the first call is held
 	once    sync.Once
 	release chan struct{}
@@ -321,37 +282,21 @@ type holdStore struct {
 	finished atomic.Int64
 }
 
-func (h *holdStore) hold(ctx context.Context) error {
-	h.calls.Add(1)
-	h.once.Do(func() { close(h.started) })
-	select {
-	case <-h.release:
-		h.finished.Add(1)
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (h *holdStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
-	if err := h.hold(ctx); err != nil {
-		return nil, err
-	}
-	return h.Store.ReadTasks(ctx, t, q, after, limit)
-}
-
-func (h *holdStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (int64, error) {
-	if err := h.hold(ctx); err != nil {
-		return 0, err
-	}
-	return h.Store.DeleteTaskSets(ctx, t, sets)
-}
-
-func (h *holdStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
-	if err := h.hold(ctx); err != nil {
-		return nil, err
-	}
-	return h.Store.ScanTasks(ctx, t, after, through, limit)
+func (h *holds) middleware() store.Middleware {
+	return hooked(func(ctx context.Context, c call) error {
+		if c.op != "read" && c.op != "scan" && c.op != "deletesets" {
+			return nil
+		}
+		h.calls.Add(1)
+		h.once.Do(func() { close(h.started) })
+		select {
+		case <-h.release:
+			h.finished.Add(1)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 }
 
 // TestShutdown: once Shutdown is called no statement starts, the ones in
@@ -369,10 +314,11 @@ func TestShutdown(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			db := testdb.Open(t, sqlstore.SQLite)
 			mustSeed(t, db, seed.Spec{Queues: 100, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
-			hs := &holdStore{Store: db, started: make(chan struct{}), release: make(chan struct{})}
+			hs := &holds{started: make(chan struct{}), release: make(chan struct{})}
 			cfg := baseConfig()
 			cfg.ListPageSize = 10 // pages of 10 queues: every worker is busy
-			s := scavenger.New(hs, cfg)
+			cfg.Middleware = []store.Middleware{hs.middleware()}
+			s := scavenger.New(db, cfg)
 			type result struct {
 				st  scavenger.Stats
 				err error
