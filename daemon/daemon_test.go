@@ -553,7 +553,7 @@ func TestShutdownDrains(t *testing.T) {
 		t.Errorf("%d store calls after the in-flight one finished; want none", n)
 	}
 	ps := d.Passes()
-	if len(ps) != 1 || ps[0].Outcome != daemon.Canceled {
+	if len(ps) != 1 || ps[0].Outcome != daemon.Interrupted {
 		t.Fatalf("passes: %+v", ps)
 	}
 	unlock, err := db.Lock(context.Background(), false)

@@ -24,6 +24,7 @@ type tableTotals struct {
 // pass's counts to them, so every counter moves while a pass runs.
 type totals struct {
 	started, completed, failed        int64
+	interrupted                       int64
 	skippedLockHeld, skippedLockError int64
 
 	tables                                      map[store.Table]*tableTotals
@@ -114,10 +115,10 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 type collector struct {
 	d *Daemon
 
-	passesStarted, passesCompleted, passesFailed, passesSkipped *prometheus.Desc
-	queuesListed, queuesProcessed, queuesDeleted, queuesKept    *prometheus.Desc
-	tasksProcessed, tasksDeleted, orphansFound, badRows         *prometheus.Desc
-	jobsDeferred, jobsDropped, persistenceErrors                *prometheus.Desc
+	passesStarted, passesCompleted, passesFailed, passesInterrupted, passesSkipped *prometheus.Desc
+	queuesListed, queuesProcessed, queuesDeleted, queuesKept                       *prometheus.Desc
+	tasksProcessed, tasksDeleted, orphansFound, badRows                            *prometheus.Desc
+	jobsDeferred, jobsDropped, persistenceErrors                                   *prometheus.Desc
 
 	inProgress, passQueuesListed, passQueuesProcessed        *prometheus.Desc
 	lastDuration, lastSuccess, expiredRemaining, orphansLeft *prometheus.Desc
@@ -129,7 +130,8 @@ func newCollector(d *Daemon) *collector {
 		d:                 d,
 		passesStarted:     desc("passes_started_total", "Passes started (the lock was taken and the schema checked)."),
 		passesCompleted:   desc("passes_completed_total", "Passes that completed."),
-		passesFailed:      desc("passes_failed_total", "Passes that failed, or were cancelled at shutdown."),
+		passesFailed:      desc("passes_failed_total", "Passes that failed: a job failed after its retries, or the pass could not run."),
+		passesInterrupted: desc("passes_interrupted_total", "Passes stopped by a shutdown before they were done."),
 		passesSkipped:     desc("passes_skipped_total", "Scheduled passes not run: lock_held (another tqscavenger holds the lock) or lock_error.", "reason"),
 		queuesListed:      desc("queues_listed_total", "Queue rows listed.", "table"),
 		queuesProcessed:   desc("queues_processed_total", "Queues whose tasks were scavenged.", "table"),
@@ -157,7 +159,7 @@ func newCollector(d *Daemon) *collector {
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.passesStarted, c.passesCompleted, c.passesFailed, c.passesSkipped,
+		c.passesStarted, c.passesCompleted, c.passesFailed, c.passesInterrupted, c.passesSkipped,
 		c.queuesListed, c.queuesProcessed, c.queuesDeleted, c.queuesKept,
 		c.tasksProcessed, c.tasksDeleted, c.orphansFound, c.badRows,
 		c.jobsDeferred, c.jobsDropped, c.persistenceErrors,
@@ -181,6 +183,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.passesStarted, t.started)
 	counter(c.passesCompleted, t.completed)
 	counter(c.passesFailed, t.failed)
+	counter(c.passesInterrupted, t.interrupted)
 	counter(c.passesSkipped, t.skippedLockHeld, "lock_held")
 	counter(c.passesSkipped, t.skippedLockError, "lock_error")
 	for _, tb := range tables {

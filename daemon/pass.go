@@ -108,11 +108,11 @@ func (d *Daemon) pass(ctx context.Context) {
 		cancel()
 		r = <-done
 	}
-	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Completed, Stats: r.st}
+	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Outcome(r.st.Outcome), Stats: r.st}
 	rec.Stats.BadRows = nil
 	switch {
-	case r.err != nil && (ctx.Err() != nil || errors.Is(r.err, scavenger.ErrShutdown)):
-		rec.Outcome, rec.Err = Canceled, "shutdown"
+	case rec.Outcome == Interrupted:
+		rec.Err = "shutdown"
 	case r.err != nil:
 		rec.Outcome, rec.Err = Failed, r.err.Error()
 	}

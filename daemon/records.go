@@ -14,10 +14,13 @@ type Outcome string
 
 // The outcomes of a pass.
 const (
-	Completed Outcome = "completed"
-	Failed    Outcome = "failed"
-	// Canceled: shutdown began during the pass.
-	Canceled Outcome = "canceled"
+	Completed Outcome = Outcome(scavenger.Completed)
+	// CompletedBadRows: completed, but some rows could not be read.
+	CompletedBadRows Outcome = Outcome(scavenger.CompletedBadRows)
+	Failed           Outcome = Outcome(scavenger.Failed)
+	// Interrupted: shutdown began during the pass. It is neither a
+	// success nor a failure.
+	Interrupted Outcome = Outcome(scavenger.Interrupted)
 	// Skipped: the lock was held by another scavenger or could not be
 	// taken; no pass ran.
 	Skipped Outcome = "skipped"
@@ -63,9 +66,11 @@ func (d *Daemon) finish(rec PassRecord, skip skipReason) {
 	default:
 		d.totals.add(rec.Stats)
 		switch rec.Outcome {
-		case Completed:
+		case Completed, CompletedBadRows:
 			d.totals.completed++
 			d.lastOK = &rec
+		case Interrupted:
+			d.totals.interrupted++
 		default:
 			d.totals.failed++
 		}

@@ -1,6 +1,7 @@
 package scavenger
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"path"
@@ -48,7 +49,14 @@ const (
 	DefaultListPageSize  = 1000
 	DefaultTaskBatchSize = 1000
 	DefaultTasksPerJob   = 20000
+	// DefaultRetryFor bounds the retries of one operation. Temporal
+	// retries forever.
+	DefaultRetryFor = 5 * time.Minute
 )
+
+// MinGrace is the shortest Grace allowed without UnsafeShortGrace: twice
+// the 12 h after which matching rewrites the row of a queue it holds.
+const MinGrace = 24 * time.Hour
 
 // Config configures a Scavenger. The zero value of each field means its
 // documented default.
@@ -73,14 +81,29 @@ type Config struct {
 	// dropped for this pass and counted. Default 10000.
 	MaxDeferred int
 	// Grace is how long a queue must have been idle (by its
-	// last_update_time) before it may be deleted. Default 48h.
+	// last_update_time) before it may be deleted. Default 48h. A grace
+	// under MinGrace is refused unless UnsafeShortGrace is set.
 	Grace time.Duration
+	// UnsafeShortGrace allows a Grace under MinGrace. Matching rewrites
+	// the row of a queue it holds only when something changed or every
+	// 12 h (so that a 48 h grace never sees a held queue as idle), and the
+	// range_id fence does not stop the deletion of a queue whose owner
+	// leased it before the listing: with a shorter grace, a pass can
+	// delete the row of a queue a matching host still holds. Tests with
+	// an injected clock and copies of a database with no Temporal running
+	// may set it.
+	UnsafeShortGrace bool
 	// SlowStatement is how long a scan or delete may take before the
 	// batch size is halved (tqscavenger's mode). Default 1s.
 	SlowStatement time.Duration
 	// RetryInitial and RetryMax bound the backoff between retries of a
 	// transient store error. Defaults 250ms and 30s.
 	RetryInitial, RetryMax time.Duration
+	// RetryFor is how long one operation may keep retrying transient
+	// errors before its job fails (ErrGaveUp), so that an outage or a
+	// statement timeout set too low for the table shows as a failed pass
+	// instead of a pass that never ends. Default 5m.
+	RetryFor time.Duration
 
 	// ProtectedPrefixes lists queue-name prefixes never deleted. nil
 	// means Temporal's list (TemporalProtectedPrefix); an empty non-nil
@@ -192,6 +215,9 @@ func (c Config) WithDefaults() Config {
 	if c.RetryMax <= 0 {
 		c.RetryMax = TemporalRetryMax
 	}
+	if c.RetryFor <= 0 {
+		c.RetryFor = DefaultRetryFor
+	}
 	if c.ProtectedPrefixes == nil {
 		c.ProtectedPrefixes = []string{TemporalProtectedPrefix}
 	}
@@ -211,12 +237,23 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports a configuration that cannot work.
+// ErrShortGrace is wrapped by Validate's error for a Grace under MinGrace
+// without UnsafeShortGrace.
+var ErrShortGrace = errors.New("grace too short")
+
+// Validate reports a configuration that cannot work, or that is unsafe
+// beside a live Temporal cluster.
 func (c Config) Validate() error {
 	switch c.Compat {
 	case CompatNone, CompatTemporal:
 	default:
 		return fmt.Errorf("unknown compat mode %q: use \"temporal\" or leave it empty", c.Compat)
+	}
+	if c.Grace > 0 && c.Grace < MinGrace && !c.UnsafeShortGrace {
+		return fmt.Errorf("%w: grace %s is under %s: matching rewrites the row of a queue it holds only every 12 h, so a shorter grace can delete a queue a matching host still holds", ErrShortGrace, c.Grace, MinGrace)
+	}
+	if c.Grace < 0 || c.RetryFor < 0 {
+		return fmt.Errorf("grace and retry budget must not be negative")
 	}
 	if c.MaxDeletesPerSecond < 0 || c.MaxStatementsPerSecond < 0 {
 		return fmt.Errorf("rate limits must not be negative")

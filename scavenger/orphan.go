@@ -24,7 +24,7 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table) error {
 	var after *store.QueueKey
 	for {
 		var refs []store.TaskQueueRef
-		err := p.retry(ctx, func() (err error) {
+		err := p.retry(ctx, "list task queue ids", func() (err error) {
 			refs, err = p.st.ListTaskQueueIDs(ctx, t, after, orphanPageSize)
 			return err
 		})
@@ -61,7 +61,7 @@ func (p *pass) resolveParents(ctx context.Context, t store.Table, key store.Queu
 		parents []store.QueueKey
 		orphan  bool
 	)
-	err := p.retry(ctx, func() (err error) {
+	err := p.retry(ctx, "look up queue rows", func() (err error) {
 		parents, orphan, err = ResolveParents(ctx, p.st, t, key)
 		return err
 	})
@@ -139,14 +139,16 @@ func (j *orphanJob) Run(ctx context.Context) executor.Status {
 			}
 		}
 		if len(del) > 0 {
-			var n int64
-			if p.cfg.DryRun {
-				n = int64(len(del))
-			} else if err := p.retry(ctx, func() (err error) {
-				n, err = p.st.DeleteOrphanTasks(ctx, j.table, j.key, j.parents, del)
-				return err
-			}); err != nil {
-				return j.fail(ctx, err)
+			n := int64(len(del))
+			if !p.cfg.DryRun {
+				var err error
+				n, err = p.deleting(ctx, "delete orphans", int64(len(del)), &p.c.tasksUnknown, false, func() (int64, error) {
+					return p.st.DeleteOrphanTasks(ctx, j.table, j.key, j.parents, del)
+				})
+				if err != nil {
+					p.c.deleted(j.table, ReasonOrphan, n)
+					return j.fail(ctx, err)
+				}
 			}
 			p.c.deleted(j.table, ReasonOrphan, n)
 			if n < int64(len(del)) {
@@ -179,8 +181,9 @@ func (j *orphanJob) deletable(task store.TaskRow, now time.Time) bool {
 
 func (j *orphanJob) fail(ctx context.Context, err error) executor.Status {
 	if ctx.Err() == nil && !errors.Is(err, ErrShutdown) {
-		j.p.c.errors.Add(1)
-		j.p.cfg.Logger.Error("orphan job failed", "table", j.table.String(), "task_queue", j.key.String(), "err", err)
+		c := causeOf(err)
+		j.p.c.fail(Failure{Op: "delete orphans", Table: j.table, Queue: j.key, Cause: c, Err: err})
+		j.p.cfg.Logger.Error("orphan job failed", "table", j.table.String(), "task_queue", j.key.String(), "cause", string(c), "err", err)
 	}
 	return executor.Err
 }

@@ -185,7 +185,7 @@ func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 	}
 	subs := j.subs
 	var row store.QueueRow
-	err := p.retry(ctx, func() (err error) { row, err = p.st.GetQueue(ctx, other, j.key); return err })
+	err := p.retry(ctx, "read the other queue row", func() (err error) { row, err = p.st.GetQueue(ctx, other, j.key); return err })
 	switch {
 	case err == nil:
 		if info, derr := wire.DecodeTaskQueueInfo(row.Encoding, row.Data); derr != nil {
@@ -213,10 +213,13 @@ func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 func (j *queueJob) walk(ctx context.Context, sq Subqueue, budget *int) (finished bool, err error) {
 	p := j.p
 	for *budget > 0 {
-		batch := p.batch.size()
-		var tasks []store.TaskRow
-		err := p.timed(ctx, func() (err error) {
-			tasks, err = p.st.ReadTasks(ctx, j.table, sq.Key, j.cursor, batch)
+		var (
+			tasks []store.TaskRow
+			batch int
+		)
+		err := p.timed(ctx, "read tasks", 0, func(size int) (err error) {
+			batch = size
+			tasks, err = p.st.ReadTasks(ctx, j.table, sq.Key, j.cursor, size)
 			return err
 		})
 		if err != nil {
@@ -328,10 +331,8 @@ func (j *queueJob) deleteRun(ctx context.Context, q store.QueueKey, run []store.
 		j.countDeleted(int64(len(run)), r)
 		return nil
 	}
-	var n int64
-	err := p.retry(ctx, func() (err error) {
-		n, err = p.st.DeleteTaskSets(ctx, j.table, []store.TaskSet{{Queue: q, Keys: run}})
-		return err
+	n, err := p.deleting(ctx, "delete tasks", int64(len(run)), &p.c.tasksUnknown, false, func() (int64, error) {
+		return p.st.DeleteTaskSets(ctx, j.table, []store.TaskSet{{Queue: q, Keys: run}})
 	})
 	j.countDeleted(n, r)
 	return err
@@ -345,14 +346,11 @@ func (j *queueJob) deleteRange(ctx context.Context, q store.QueueKey, rg store.T
 		j.countDeleted(int64(read), r)
 		return nil
 	}
-	var n int64
-	err := p.retry(ctx, func() (err error) {
+	n, err := p.deleting(ctx, "delete tasks", int64(read), &p.c.tasksUnknown, false, func() (int64, error) {
 		if limit > 0 {
-			n, err = p.st.DeleteTasks(ctx, j.table, q, rg, limit)
-		} else {
-			n, err = p.st.DeleteTaskSets(ctx, j.table, []store.TaskSet{{Queue: q, Range: rg}})
+			return p.st.DeleteTasks(ctx, j.table, q, rg, limit)
 		}
-		return err
+		return p.st.DeleteTaskSets(ctx, j.table, []store.TaskSet{{Queue: q, Range: rg}})
 	})
 	j.countDeleted(n, r)
 	return err
@@ -382,10 +380,8 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context) {
 		tc.queuesDeleted.Add(1)
 		return
 	}
-	var n int64
-	err := p.retry(ctx, func() (err error) {
-		n, err = p.st.DeleteQueues(ctx, j.table, []store.QueueFence{{QueueKey: j.key, RangeID: j.rangeID}})
-		return err
+	n, err := p.deleting(ctx, "delete queue", 1, &p.c.queuesUnknown, false, func() (int64, error) {
+		return p.st.DeleteQueues(ctx, j.table, []store.QueueFence{{QueueKey: j.key, RangeID: j.rangeID}})
 	})
 	if err == nil && n == 0 {
 		err = store.ErrConditionFailed
@@ -419,15 +415,16 @@ func (j *queueJob) fail(ctx context.Context, op string, err error) executor.Stat
 	if ctx.Err() != nil || errors.Is(err, ErrShutdown) {
 		return executor.Err
 	}
-	j.p.c.errors.Add(1)
-	j.p.cfg.Logger.Error("queue job failed", "op", op, "table", j.table.String(), "queue", j.key.String(), "name", j.name, "err", err)
+	c := causeOf(err)
+	j.p.c.fail(Failure{Op: op, Table: j.table, Queue: j.key, Cause: c, Err: err})
+	j.p.cfg.Logger.Error("queue job failed", "op", op, "table", j.table.String(), "queue", j.key.String(), "name", j.name, "cause", string(c), "err", err)
 	return executor.Err
 }
 
 // readTasks reads a batch with retries.
 func (p *pass) readTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
 	var tasks []store.TaskRow
-	err := p.retry(ctx, func() (err error) {
+	err := p.retry(ctx, "read tasks", func() (err error) {
 		tasks, err = p.st.ReadTasks(ctx, t, q, after, limit)
 		return err
 	})

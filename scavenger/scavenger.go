@@ -11,8 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,7 @@ func (s *Scavenger) Stats() Stats {
 // Stats.Errors. Run must not be called while another Run of s runs.
 func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	if err := s.cfg.Validate(); err != nil {
-		return Stats{}, err
+		return Stats{Outcome: Failed}, err
 	}
 	ctx, hard := context.WithCancelCause(ctx)
 	defer hard(nil)
@@ -122,12 +123,12 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
-		return Stats{}, errBusy
+		return Stats{Outcome: Failed}, errBusy
 	}
 	select {
 	case <-s.closing:
 		s.mu.Unlock()
-		return Stats{}, ErrShutdown
+		return Stats{Outcome: Interrupted}, ErrShutdown
 	default:
 	}
 	ex := executor.New(ctx, executor.Config{
@@ -144,7 +145,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	}()
 	defer ex.Stop()
 
-	p := &pass{cfg: s.cfg, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement)}
+	p := &pass{cfg: s.cfg, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st = s.stack(&p.refused)
 	log := s.cfg.Logger
 	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun)
@@ -159,26 +160,84 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	ex.Stop()
 	st := s.Stats()
 	st.Elapsed = time.Since(st.Started)
-	if err == nil && p.refused.Load() > 0 {
-		// Jobs refused by the shutdown gate end without an error of their
-		// own, but their work is not done.
-		err = ErrShutdown
+	st.Outcome, err = outcome(st, err, s.closed() && (err != nil || p.refused.Load() > 0), ctx)
+	switch st.Outcome {
+	case Interrupted:
+		log.Info("scavenger pass interrupted", "err", err, "elapsed", st.Elapsed,
+			"queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
+	case Failed:
+		log.Error("scavenger pass failed", "err", err, "elapsed", st.Elapsed,
+			"failed_jobs", st.Errors, "queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
+	default:
+		log.Info("scavenger pass completed", "outcome", string(st.Outcome),
+			"queues_processed", st.QueuesProcessed, "queues_deleted", st.QueuesDeleted,
+			"tasks_processed", st.TasksProcessed, "tasks_deleted", st.TasksDeleted,
+			"bad_rows", st.BadRowCount, "elapsed", st.Elapsed)
 	}
-	if err != nil {
-		switch {
-		case s.closed():
-			err = ErrShutdown
-		case ctx.Err() != nil:
-			err = context.Cause(ctx)
+	return st, err
+}
+
+// outcome decides how a pass ended, and the error Run returns for it.
+// shutDown: Shutdown stopped work the pass had yet to do.
+func outcome(st Stats, err error, shutDown bool, ctx context.Context) (Outcome, error) {
+	switch {
+	case shutDown:
+		return Interrupted, ErrShutdown
+	case ctx.Err() != nil:
+		cause := context.Cause(ctx)
+		if errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+			return Interrupted, cause
 		}
-		log.Error("scavenger pass failed", "err", err, "elapsed", st.Elapsed)
-		return st, err
+		// Stopped by its caller for a reason of its own: a lost lock, say.
+		return Failed, cause
+	case err != nil:
+		return Failed, err
+	case st.Errors > 0:
+		return Failed, &JobsFailedError{Count: st.Errors, ByCause: st.FailuresByCause, First: st.Failures}
+	case st.BadRowCount > 0:
+		return CompletedBadRows, nil
 	}
-	log.Info("scavenger pass completed",
-		"queues_processed", st.QueuesProcessed, "queues_deleted", st.QueuesDeleted,
-		"tasks_processed", st.TasksProcessed, "tasks_deleted", st.TasksDeleted,
-		"bad_rows", st.BadRowCount, "errors", st.Errors, "elapsed", st.Elapsed)
-	return st, nil
+	return Completed, nil
+}
+
+// ErrJobsFailed is wrapped by Run's error when jobs failed after their
+// retries (see JobsFailedError).
+var ErrJobsFailed = errors.New("jobs failed")
+
+// JobsFailedError reports the jobs of a pass that failed. It wraps
+// ErrJobsFailed and the first failure's error.
+type JobsFailedError struct {
+	Count   int64
+	ByCause map[Cause]int64
+	First   []Failure
+}
+
+func (e *JobsFailedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d jobs failed", e.Count)
+	causes := slices.Sorted(maps.Keys(e.ByCause))
+	for i, c := range causes {
+		sep := ", "
+		if i == 0 {
+			sep = " ("
+		}
+		fmt.Fprintf(&b, "%s%d %s", sep, e.ByCause[c], c)
+	}
+	if len(causes) > 0 {
+		b.WriteString(")")
+	}
+	if len(e.First) > 0 {
+		fmt.Fprintf(&b, "; first: %s", e.First[0])
+	}
+	return b.String()
+}
+
+func (e *JobsFailedError) Unwrap() []error {
+	errs := []error{ErrJobsFailed}
+	if len(e.First) > 0 {
+		errs = append(errs, e.First[0].Err)
+	}
+	return errs
 }
 
 // closed reports whether Shutdown has been called.
@@ -196,6 +255,7 @@ type pass struct {
 	cfg Config
 	// refused counts the statements the shutdown gate refused.
 	refused atomic.Int64
+	retries retryLog
 	st      store.Store
 	c       *counters
 	ex      *executor.Executor
@@ -205,20 +265,9 @@ type pass struct {
 	batch   *batcher
 }
 
-// timed runs a store call with retries and feeds its duration to the
-// adaptive batch size.
-func (p *pass) timed(ctx context.Context, f func() error) error {
-	return p.retry(ctx, func() error {
-		start := time.Now()
-		err := f()
-		p.batch.observe(time.Since(start), errors.Is(err, context.DeadlineExceeded))
-		return err
-	})
-}
-
 func (p *pass) run(ctx context.Context) error {
 	var err error
-	if err = p.retry(ctx, func() error { p.present, err = p.st.Tables(ctx); return err }); err != nil {
+	if err = p.retry(ctx, "find task tables", func() error { p.present, err = p.st.Tables(ctx); return err }); err != nil {
 		return fmt.Errorf("find task tables: %w", err)
 	}
 	tables := p.cfg.Tables
@@ -263,7 +312,7 @@ func (p *pass) listQueues(ctx context.Context, t store.Table) error {
 	var after *store.QueueKey
 	for {
 		var rows []store.QueueRow
-		err := p.retry(ctx, func() (err error) {
+		err := p.retry(ctx, "list queues", func() (err error) {
 			rows, err = p.st.ListQueues(ctx, t, after, p.cfg.ListPageSize)
 			return err
 		})
@@ -298,30 +347,5 @@ func (p *pass) listQueues(ctx context.Context, t store.Table) error {
 		}
 		k := rows[len(rows)-1].QueueKey
 		after = &k
-	}
-}
-
-// retry calls f until it succeeds, fails with an error that is not
-// transient, or ctx ends. Transient errors back off exponentially with
-// jitter, as Temporal's scavenger does, from RetryInitial to RetryMax.
-func (p *pass) retry(ctx context.Context, f func() error) error {
-	wait := p.cfg.RetryInitial
-	for {
-		err := f()
-		if err == nil || !errors.Is(err, store.ErrTransient) || ctx.Err() != nil {
-			return err
-		}
-		p.c.retries.Add(1)
-		p.cfg.Logger.Debug("transient store error, retrying", "err", err, "backoff", wait)
-		// Full jitter in [wait/2, wait) spreads retries of many workers.
-		d := wait/2 + rand.N(wait/2+1)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		wait = min(wait*2, p.cfg.RetryMax)
 	}
 }

@@ -1,7 +1,9 @@
 package scavenger
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,10 +50,25 @@ type Stats struct {
 	// those left in place (not expired, and Orphans is not OrphansAll).
 	OrphansFound, OrphansLeft int64
 
+	// TasksUnknown and QueuesUnknown count rows whose delete has an
+	// unknown outcome (the connection was lost mid-statement): they may
+	// or may not be gone. TasksDeleted + TasksUnknown is never less than
+	// the rows that went.
+	TasksUnknown, QueuesUnknown int64
+
 	Deferred int64 // times a queue job yielded its worker
 	Dropped  int64 // queue jobs dropped because the deferred list was full
-	Errors   int64 // queue jobs that ended with a permanent error
+	Errors   int64 // jobs that failed, after their retries
 	Retries  int64 // transient store errors retried
+
+	// FailuresByCause counts the failed jobs (Errors) by Cause; Failures
+	// names the first MaxFailures of them.
+	FailuresByCause map[Cause]int64
+	Failures        []Failure
+
+	// Outcome is how the pass ended; set in the Stats Run returns, empty
+	// while it runs.
+	Outcome Outcome
 
 	// Tables breaks the counts down by table version.
 	Tables map[store.Table]TableStats
@@ -69,6 +86,70 @@ type TableStats struct {
 	TasksProcessed                               int64
 	TasksDeleted                                 map[Reason]int64
 	BadRows                                      int64
+}
+
+// Outcome is how a pass ended.
+type Outcome string
+
+// The outcomes of a pass. Only Completed and CompletedBadRows are a
+// success.
+const (
+	// Completed: every queue was done.
+	Completed Outcome = "completed"
+	// CompletedBadRows: every queue was done, but some rows could not be
+	// read (they are kept; see Stats.BadRows).
+	CompletedBadRows Outcome = "completed_with_bad_rows"
+	// Failed: a job failed after its retries, or the pass could not run.
+	Failed Outcome = "failed"
+	// Interrupted: the pass was shut down or its context ended first.
+	Interrupted Outcome = "interrupted"
+)
+
+// Success reports whether o is a success: Completed or CompletedBadRows.
+func (o Outcome) Success() bool { return o == Completed || o == CompletedBadRows }
+
+// Cause classifies why a job failed.
+type Cause string
+
+// The causes of a failed job.
+const (
+	CauseReadOnly         Cause = "read_only"         // the database refused writes
+	CauseDiskFull         Cause = "disk_full"         // the database's disk is full
+	CauseStatementTimeout Cause = "statement_timeout" // statements kept running out of the statement timeout
+	CauseRetriesExhausted Cause = "retries_exhausted" // transient errors outlasted Config.RetryFor
+	CauseError            Cause = "error"             // any other error
+)
+
+// causeOf classifies err.
+func causeOf(err error) Cause {
+	switch {
+	case errors.Is(err, store.ErrReadOnly):
+		return CauseReadOnly
+	case errors.Is(err, store.ErrDiskFull):
+		return CauseDiskFull
+	case errors.Is(err, ErrGaveUp) && isTimeout(err):
+		return CauseStatementTimeout
+	case errors.Is(err, ErrGaveUp):
+		return CauseRetriesExhausted
+	}
+	return CauseError
+}
+
+// MaxFailures caps Stats.Failures.
+const MaxFailures = 10
+
+// Failure names a job that failed and why.
+type Failure struct {
+	Op    string // what it was doing: "scan tasks", "delete queues", …
+	Table store.Table
+	// Queue is the (first) queue of the job.
+	Queue store.QueueKey
+	Cause Cause
+	Err   error
+}
+
+func (f Failure) String() string {
+	return fmt.Sprintf("%s %s %s: %v", f.Op, f.Table, f.Queue, f.Err)
 }
 
 // MaxBadRows caps Stats.BadRows.
@@ -104,9 +185,26 @@ type counters struct {
 	tables                                     [3]tableCounters // by store.Table (1, 2)
 	queuesKept, tasksExpiredLeft               atomic.Int64
 	orphansFound, orphansLeft, errors, retries atomic.Int64
+	tasksUnknown, queuesUnknown                atomic.Int64
 
-	mu      sync.Mutex
-	badRows []BadRow
+	mu       sync.Mutex
+	badRows  []BadRow
+	failures []Failure
+	byCause  map[Cause]int64
+}
+
+// fail records a failed job.
+func (c *counters) fail(f Failure) {
+	c.errors.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byCause == nil {
+		c.byCause = map[Cause]int64{}
+	}
+	c.byCause[f.Cause]++
+	if len(c.failures) < MaxFailures {
+		c.failures = append(c.failures, f)
+	}
 }
 
 func (c *counters) table(t store.Table) *tableCounters { return &c.tables[t] }
@@ -131,6 +229,8 @@ func (c *counters) bad(b BadRow) {
 func (c *counters) snapshot() Stats {
 	c.mu.Lock()
 	bad := append([]BadRow(nil), c.badRows...)
+	failures := append([]Failure(nil), c.failures...)
+	byCause := maps.Clone(c.byCause)
 	c.mu.Unlock()
 	s := Stats{
 		QueuesKept:       c.queuesKept.Load(),
@@ -139,6 +239,10 @@ func (c *counters) snapshot() Stats {
 		OrphansLeft:      c.orphansLeft.Load(),
 		Errors:           c.errors.Load(),
 		Retries:          c.retries.Load(),
+		TasksUnknown:     c.tasksUnknown.Load(),
+		QueuesUnknown:    c.queuesUnknown.Load(),
+		Failures:         failures,
+		FailuresByCause:  byCause,
 		BadRows:          bad,
 		Tables:           map[store.Table]TableStats{},
 	}

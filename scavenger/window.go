@@ -57,10 +57,13 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		if w.size == 0 {
 			w.size = p.batch.size()
 		}
-		batch := min(w.size, p.batch.size())
-		var rows []store.ScannedTask
-		err := p.timed(ctx, func() (err error) {
-			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, batch)
+		var (
+			rows  []store.ScannedTask
+			batch int
+		)
+		err := p.timed(ctx, "scan tasks", w.size, func(size int) (err error) {
+			batch = size
+			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, size)
 			return err
 		})
 		if err != nil {
@@ -182,11 +185,12 @@ func (w *windowJob) delete(ctx context.Context, d *deletePlan) error {
 	p := w.p
 	deleted := total
 	if !p.cfg.DryRun {
-		err := p.timed(ctx, func() (err error) {
-			deleted, err = p.st.DeleteTaskSets(ctx, w.table, d.sets)
-			return err
+		var err error
+		deleted, err = p.deleting(ctx, "delete tasks", total, &p.c.tasksUnknown, true, func() (int64, error) {
+			return p.st.DeleteTaskSets(ctx, w.table, d.sets)
 		})
 		if err != nil {
+			p.c.deleted(w.table, ReasonExpired, deleted)
 			return err
 		}
 	}
@@ -226,11 +230,12 @@ func (w *windowJob) finish(ctx context.Context) executor.Status {
 	if len(fences) > 0 {
 		n := int64(len(fences))
 		if !p.cfg.DryRun {
-			err := p.retry(ctx, func() (err error) {
-				n, err = p.st.DeleteQueues(ctx, w.table, fences)
-				return err
+			var err error
+			n, err = p.deleting(ctx, "delete queues", n, &p.c.queuesUnknown, false, func() (int64, error) {
+				return p.st.DeleteQueues(ctx, w.table, fences)
 			})
 			if err != nil {
+				tc.queuesDeleted.Add(n)
 				return w.fail(ctx, "delete queues", err)
 			}
 		}
@@ -247,9 +252,10 @@ func (w *windowJob) finish(ctx context.Context) executor.Status {
 
 func (w *windowJob) fail(ctx context.Context, op string, err error) executor.Status {
 	if ctx.Err() == nil && !errors.Is(err, ErrShutdown) {
-		w.p.c.errors.Add(1)
+		c := causeOf(err)
+		w.p.c.fail(Failure{Op: op, Table: w.table, Queue: w.queues[0].key, Cause: c, Err: err})
 		w.p.cfg.Logger.Error("queue page failed", "op", op, "table", w.table.String(),
-			"first_queue", w.queues[0].key.String(), "queues", len(w.queues), "err", err)
+			"first_queue", w.queues[0].key.String(), "queues", len(w.queues), "cause", string(c), "err", err)
 	}
 	return executor.Err
 }

@@ -16,6 +16,26 @@ var (
 	// ErrTransient marks errors worth retrying: lost connections,
 	// timeouts, lock waits, deadlocks, SQLITE_BUSY.
 	ErrTransient = errors.New("transient store error")
+
+	// ErrStatementTimeout marks a statement that ran out of the store's
+	// own statement timeout. It is transient too: a smaller batch, or a
+	// moment with fewer locks held, may finish in time.
+	ErrStatementTimeout = errors.New("statement timeout")
+
+	// ErrUnknownOutcome marks a write whose outcome is unknown: the
+	// connection was lost after the statement was sent, so it may or may
+	// not have taken effect. It is transient; a caller that counts rows
+	// must count the rows of such a statement as unknown, not as kept.
+	ErrUnknownOutcome = errors.New("outcome unknown")
+
+	// ErrReadOnly marks a write refused because the database, or the
+	// transaction, is read-only (a replica, a read-only file). Retrying
+	// does not help.
+	ErrReadOnly = errors.New("database is read-only")
+
+	// ErrDiskFull marks a write refused because the database's disk or
+	// quota is full. Retrying does not help.
+	ErrDiskFull = errors.New("database disk full")
 )
 
 // Errors about the database as a whole, engine-neutral so that the daemon and

@@ -172,7 +172,7 @@ func runSafety(t *testing.T, e sqlstore.Engine, cfg scavenger.Config, d time.Dur
 		t.Fatal(err)
 	}
 	defer db.Close()
-	cfg.Grace, cfg.Now, cfg.Logger = grace, clock.Now, quiet()
+	cfg.Grace, cfg.UnsafeShortGrace, cfg.Now, cfg.Logger = grace, true, clock.Now, quiet()
 	cfg.RetryInitial, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
 	rules := matchingsim.RulesFor(cfg)
 	if breakIt != nil {
