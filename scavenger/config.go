@@ -258,11 +258,14 @@ func (c Config) Validate() error {
 	if c.MaxDeletesPerSecond < 0 || c.MaxStatementsPerSecond < 0 {
 		return fmt.Errorf("rate limits must not be negative")
 	}
-	if c.RetryMax > 0 && c.RetryInitial > c.RetryMax {
-		return fmt.Errorf("retry initial backoff %s exceeds the maximum %s", c.RetryInitial, c.RetryMax)
+	// Knobs that bound each other are checked as the pass will run them,
+	// defaults filled in, so that a bad value is refused before any work.
+	d := c.WithDefaults()
+	if d.RetryInitial > d.RetryMax {
+		return fmt.Errorf("retry initial backoff %s exceeds the maximum %s", d.RetryInitial, d.RetryMax)
 	}
-	if c.TasksPerJob > 0 && c.TaskBatchSize > c.TasksPerJob {
-		return fmt.Errorf("task batch size %d exceeds tasks per job %d", c.TaskBatchSize, c.TasksPerJob)
+	if d.TaskBatchSize > d.TasksPerJob {
+		return fmt.Errorf("task batch size %d exceeds tasks per job %d", d.TaskBatchSize, d.TasksPerJob)
 	}
 	switch c.Orphans {
 	case "", OrphansExpired, OrphansAll, OrphansNone:

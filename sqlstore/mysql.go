@@ -103,11 +103,24 @@ func openMySQL(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		killer.Close()
-		return nil, fmt.Errorf("%w: %s: %s%s", ErrUnavailable, d, redactErr(err, d), mysqlHint(err))
+		return nil, fmt.Errorf("%w: %s: %s%s", unavailable(mysqlRefused(err)), d, redactErr(err, d), mysqlHint(err))
 	}
 	s := newDB(db, mysqlDialect, d, opts)
 	s.closers = append(s.closers, killer.Close)
 	return s, nil
+}
+
+// mysqlRefused reports whether the server answered and refused the login
+// or the database.
+func mysqlRefused(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1044, 1045, 1049, 1698, 1251:
+			return true
+		}
+	}
+	return false
 }
 
 func mysqlHint(err error) string {

@@ -71,9 +71,19 @@ func openPostgres(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	db.SetMaxIdleConns(opts.MaxConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%w: %s: %s%s", ErrUnavailable, d, redactErr(err, d), pgHint(err))
+		return nil, fmt.Errorf("%w: %s: %s%s", unavailable(pgRefused(err)), d, redactErr(err, d), pgHint(err))
 	}
 	return newDB(db, postgresDialect, d, opts), nil
+}
+
+// pgRefused reports whether the server answered and refused the login or
+// the database.
+func pgRefused(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000" || pe.Code == "42501"
+	}
+	return false
 }
 
 func pgHint(err error) string {

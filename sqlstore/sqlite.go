@@ -38,7 +38,7 @@ func openSQLite(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	case errors.Is(statErr, os.ErrNotExist) && opts.Create:
 		created = true
 	case errors.Is(statErr, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: SQLite file %s does not exist: check the path (for a new database use `tqscavenger schema setup` or `seed`)", ErrUnavailable, d.Path)
+		return nil, fmt.Errorf("%w: SQLite file %s does not exist: check the path (for a new database use `tqscavenger schema setup` or `seed`)", unavailable(true), d.Path)
 	default:
 		return nil, fmt.Errorf("%w: SQLite file %s: %v", ErrUnavailable, d.Path, statErr)
 	}

@@ -12,22 +12,44 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// Exit statuses.
+// Exit statuses, for a scheduler to act on. A run stopped by a signal
+// exits with 128 + the signal's number (130 SIGINT, 143 SIGTERM); serve
+// stopped gracefully by one exits 0.
 const (
-	ExitOK       = 0 // the pass completed
-	ExitFailed   = 1 // the pass failed
-	ExitUsage    = 2 // bad input: flags, DSN, missing database or schema
-	ExitBadRows  = 3 // the pass completed but some rows could not be processed
-	exitSignaled = 130
+	ExitOK          = 0 // success: every queue done
+	ExitFailed      = 1 // the pass failed: a job failed after its retries, or the pass could not go on
+	ExitUsage       = 2 // bad input: flags, DSN, config file, credentials, a missing database or schema (retrying will not help)
+	ExitBadRows     = 3 // success, but some rows could not be read (they are kept)
+	ExitUnavailable = 4 // the database could not be reached: retry later
+	ExitLocked      = 5 // another tqscavenger holds the lock: skip this run
 )
+
+// exitStatusHelp is the exit statuses in one line, for help texts.
+const exitStatusHelp = "Exit status: 0 success, 1 pass failed, 2 bad input, 3 success with unreadable rows, " +
+	"4 database unreachable (retry later), 5 lock held by another tqscavenger, 128+N stopped by signal N."
+
+// signalError is the cause of Main's context when a signal stopped it.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "stopped by " + e.sig.String() }
+
+// status returns 128 + the signal's number.
+func (e signalError) status() int {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 128 + int(syscall.SIGINT)
+}
 
 // usageError is bad input: exit status 2.
 type usageError struct{ err error }
@@ -81,34 +103,78 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tqscavenger: unknown command %q: run `tqscavenger help` for the list\n", args[0])
 		return ExitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	e := &env{stdout: stdout, stderr: stderr}
 	err := cmd.run(ctx, e, args[1:])
+	var sig signalError
 	switch {
 	case err == nil:
 		return e.exit
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "tqscavenger %s: interrupted\n", cmd.name)
-		return exitSignaled
+	case errors.As(context.Cause(ctx), &sig) && (errors.Is(err, context.Canceled) || errors.Is(err, scavenger.ErrShutdown)):
+		fmt.Fprintf(stderr, "tqscavenger %s: interrupted (%s)\n", cmd.name, sig.sig)
+		return sig.status()
 	}
-	fmt.Fprintf(stderr, "tqscavenger %s: %s\n", cmd.name, oneLine(err))
-	if isUsage(err) {
+	fmt.Fprintf(stderr, "tqscavenger %s: %s\n", cmd.name, oneLine(advise(err)))
+	return exitStatus(err)
+}
+
+// signalContext returns a context that ends, with a signalError as its
+// cause, at the first SIGINT or SIGTERM.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(signalError{s})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// exitStatus maps an error to the exit status a scheduler can act on.
+func exitStatus(err error) int {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue),
+		errors.Is(err, sqlstore.ErrBadDSN),
+		errors.Is(err, sqlstore.ErrRefused),
+		errors.Is(err, store.ErrSchema):
 		return ExitUsage
+	case errors.Is(err, store.ErrLocked):
+		return ExitLocked
+	case errors.Is(err, sqlstore.ErrUnavailable):
+		return ExitUnavailable
 	}
 	return ExitFailed
 }
 
-// isUsage reports errors that are the user's input, not the pass.
-func isUsage(err error) bool {
-	var ue usageError
-	return errors.As(err, &ue) ||
-		errors.Is(err, sqlstore.ErrBadDSN) ||
-		errors.Is(err, sqlstore.ErrUnavailable) ||
-		errors.Is(err, store.ErrSchema) ||
-		errors.Is(err, store.ErrLocked)
+// advise adds what the user can do to the library's errors, which say
+// only what happened.
+func advise(err error) error {
+	switch {
+	case errors.Is(err, store.ErrStatementTimeout) && errors.Is(err, scavenger.ErrGaveUp):
+		return fmt.Errorf("%w (raise --statement-timeout, or lower --task-batch-size, or find what holds the locks)", err)
+	case errors.Is(err, scavenger.ErrGaveUp):
+		return fmt.Errorf("%w (the database kept failing for --retry-for; see the warnings above)", err)
+	case errors.Is(err, store.ErrReadOnly):
+		return fmt.Errorf("%w (point --db at the primary, not a replica, and check the file's permissions)", err)
+	case errors.Is(err, store.ErrSchema):
+		return fmt.Errorf("%w (point --db at Temporal's database, or create the task tables with `tqscavenger schema setup`)", err)
+	case errors.Is(err, scavenger.ErrShortGrace):
+		return fmt.Errorf("%w (pass --unsafe-short-grace only for a copy of a database that no Temporal server uses)", err)
+	}
+	return err
 }
 
 func oneLine(err error) string {
@@ -125,7 +191,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nDatabases: --db postgres://user:pass@host:5432/db | mysql://user:pass@host:3306/db | sqlite:PATH | PATH")
 	fmt.Fprintln(w, "           or the environment variable TQSCAVENGER_DB.")
 	fmt.Fprintln(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (serve, run) > default.")
-	fmt.Fprintln(w, "Exit status: 0 pass complete, 1 pass failed, 2 bad input, 3 pass complete but some rows could not be processed.")
+	fmt.Fprintln(w, exitStatusHelp)
 }
 
 // newFlags returns a flag set whose errors go to stderr and return an
@@ -141,9 +207,10 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 }
 
 // parse parses args and fills every flag not given from the environment
-// (TQSCAVENGER_ + the flag name in upper case, '-' as '_'), then, for a
-// command with --config, every flag still unset from the config file.
-func parse(fs *flag.FlagSet, args []string) error {
+// (TQSCAVENGER_ + the flag name in upper case, '-' as '_'), except the
+// flags named in noEnv, then, for a command with --config, every flag
+// still unset from the config file.
+func parse(fs *flag.FlagSet, args []string, noEnv ...string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -157,7 +224,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []string
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
+		if set[f.Name] || slices.Contains(noEnv, f.Name) {
 			return
 		}
 		name := envName(f.Name)

@@ -36,6 +36,14 @@ func TestDatabaseErrors(t *testing.T) {
 		dsn  func(t *testing.T) string
 		hint string
 	}
+	// The exit status is 2 (bad input) unless the server cannot be
+	// reached: 4, retry later.
+	want := func(name string) int {
+		if name == "nothing listening" || name == "password in the query" {
+			return cli.ExitUnavailable
+		}
+		return cli.ExitUsage
+	}
 	server := func(t *testing.T, e sqlstore.Engine, user, db string) string {
 		u, err := url.Parse(testdb.Server(t, e))
 		if err != nil {
@@ -94,11 +102,11 @@ func TestDatabaseErrors(t *testing.T) {
 				{"run", "--dry-run", "--db", dsn},
 				{"schema", "check", "--db", dsn},
 			} {
-				checkUsageError(t, args, c.hint, tqs)
+				checkError(t, args, c.hint, want(c.name), tqs)
 			}
 			// The same from the environment, where a password belongs.
 			t.Setenv("TQSCAVENGER_DB", dsn)
-			checkUsageError(t, []string{"run"}, c.hint, tqs)
+			checkError(t, []string{"run"}, c.hint, want(c.name), tqs)
 		})
 	}
 }
@@ -116,13 +124,21 @@ func withPassword(t *testing.T, dsn string) string {
 
 func checkUsageError(t *testing.T, args []string, hint string, run func(...string) (int, string, string)) {
 	t.Helper()
+	checkError(t, args, hint, cli.ExitUsage, run)
+}
+
+// checkError runs args and checks that they fail with the exit status
+// want, on one line of stderr that names the command and says hint,
+// without the password.
+func checkError(t *testing.T, args []string, hint string, want int, run func(...string) (int, string, string)) {
+	t.Helper()
 	code, out, errOut := run(args...)
 	name := args[0]
 	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
 		name += " " + args[1]
 	}
-	if code != cli.ExitUsage {
-		t.Errorf("%s: exit %d, want %d\nstderr: %s", name, code, cli.ExitUsage, errOut)
+	if code != want {
+		t.Errorf("%s: exit %d, want %d\nstderr: %s", name, code, want, errOut)
 	}
 	if strings.Count(errOut, "\n") != 1 || !strings.HasSuffix(errOut, "\n") {
 		t.Errorf("%s: stderr is not one line:\n%s", name, errOut)
@@ -143,7 +159,7 @@ func checkUsageError(t *testing.T, args []string, hint string, run func(...strin
 }
 
 // TestLockedDatabase runs a scavenger against a database whose lock is
-// held: it exits at once with status 2 and says what to do.
+// held: it exits at once with status 5 and says what to do.
 func TestLockedDatabase(t *testing.T) {
 	for _, e := range testdb.Engines {
 		t.Run(string(e), func(t *testing.T) {
@@ -157,7 +173,7 @@ func TestLockedDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer unlock()
-			checkUsageError(t, []string{"run", "--db", dsn}, "another tqscavenger is running against this database; wait for it, or pass --wait-lock", tqs)
+			checkError(t, []string{"run", "--db", dsn}, "another tqscavenger is running against this database; wait for it, or pass --wait-lock", cli.ExitLocked, tqs)
 		})
 	}
 }
@@ -181,7 +197,7 @@ func TestSetupSeedRun(t *testing.T) {
 				t.Errorf("schema setup said: %s", out)
 			}
 			step(0, "seed", "--db", dsn, "--queues", "6", "--tasks", "40", "--expired", "0.5", "--no-expiry", "0.25")
-			step(0, "seed", "--db", dsn, "--table", "v2", "--queues", "3", "--tasks", "20", "--name-prefix", "fair")
+			step(0, "seed", "--db", dsn, "--table", "v2", "--queues", "3", "--tasks", "20", "--name-prefix", "fair", "--force") // beside the seed-* queues
 			out = step(0, "schema", "check", "--db", dsn)
 			for _, line := range []string{"engine: " + string(e), "v1 task tables: present", "v2 task tables: present", "ok: tqscavenger can scavenge this database"} {
 				if !strings.Contains(out, line) {

@@ -131,11 +131,11 @@ run:
 		{"- a\n- b\n", "not a YAML mapping"},
 	} {
 		err := parse(newServeSettings(e, "serve", "").fs, []string{"--config", writeFile(t, c.file)})
-		if err == nil || !strings.Contains(err.Error(), c.want) || !isUsage(err) {
+		if err == nil || !strings.Contains(err.Error(), c.want) || exitStatus(err) != ExitUsage {
 			t.Errorf("config %q: error %v, want a usage error containing %q", c.file, err, c.want)
 		}
 	}
-	if err := parse(newServeSettings(e, "serve", "").fs, []string{"--config", "/nonexistent.yaml"}); err == nil || !isUsage(err) {
+	if err := parse(newServeSettings(e, "serve", "").fs, []string{"--config", "/nonexistent.yaml"}); err == nil || exitStatus(err) != ExitUsage {
 		t.Errorf("missing config file: %v", err)
 	}
 }

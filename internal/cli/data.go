@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/report"
@@ -23,7 +25,7 @@ func seedCmd(ctx context.Context, e *env, args []string) error {
 		expired, noExpiry  float64
 		layout, table, ns  string
 		idle               time.Duration
-		setup              bool
+		setup, force       bool
 		queues, tasks, sub int
 	)
 	fs.StringVar(&dsn, "db", "", "database DSN (a missing SQLite file is created)")
@@ -38,7 +40,10 @@ func seedCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&spec.NamePrefix, "name-prefix", "seed", "queue names are PREFIX-0, PREFIX-1, …")
 	fs.StringVar(&ns, "namespace", seed.DefaultNamespace.String(), "namespace id (UUID)")
 	fs.BoolVar(&setup, "setup", true, "create the task tables first if they do not exist")
-	if err := parse(fs, args); err != nil {
+	fs.BoolVar(&force, "force", false, "write even into a database that holds queues of other names (never a production database)")
+	// Never from TQSCAVENGER_DB: with the production DSN exported for run
+	// and serve, seed would write synthetic queues into production.
+	if err := parse(fs, args, "db"); err != nil {
 		return err
 	}
 	if queues < 0 || tasks < 0 || sub < 1 {
@@ -78,6 +83,13 @@ func seedCmd(ctx context.Context, e *env, args []string) error {
 	} else if _, err := db.Check(ctx); err != nil {
 		return err
 	}
+	if !force {
+		if name, err := foreignQueue(ctx, db, cmp.Or(spec.NamePrefix, "seed")+"-"); err != nil {
+			return err
+		} else if name != "" {
+			return usagef("%s holds queue %q, which seed did not write: pass --force to write into it anyway (never into a database a Temporal server uses)", db.DSN(), name)
+		}
+	}
 	start := time.Now()
 	res, err := seed.Write(ctx, db, spec)
 	if err != nil {
@@ -97,8 +109,13 @@ func demoCmd(ctx context.Context, e *env, args []string) error {
 	var lf logFlags
 	fs.StringVar(&path, "db", demoPath, "SQLite file to create (an existing demo file is replaced)")
 	lf.register(fs)
-	if err := parse(fs, args); err != nil {
+	// Never from TQSCAVENGER_DB, which names the database run and serve
+	// scavenge.
+	if err := parse(fs, args, "db"); err != nil {
 		return err
+	}
+	if d, err := sqlstore.ParseDSN(path); err != nil || d.Engine != sqlstore.SQLite || strings.Contains(path, "@") {
+		return usagef("--db %s: demo creates a SQLite file: give a file path", sqlstore.Redact(path))
 	}
 	log, err := lf.logger(e.stderr)
 	if err != nil {
@@ -207,4 +224,32 @@ func schemaCmd(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintln(e.stdout, "ok: tqscavenger can scavenge this database")
 	return nil
+}
+
+// foreignQueue returns the name of a queue row (of either table) whose
+// name lacks prefix, or "" if there is none.
+func foreignQueue(ctx context.Context, db *sqlstore.DB, prefix string) (string, error) {
+	tables, err := db.Tables(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range tables {
+		var after *store.QueueKey
+		for {
+			rows, err := db.ListQueues(ctx, t, after, 1000)
+			if err != nil {
+				return "", err
+			}
+			for _, r := range rows {
+				if _, name, _, err := wire.ParseQueueRowID(r.ID); err != nil || !strings.HasPrefix(name, prefix) {
+					return cmp.Or(name, r.QueueKey.String()), nil
+				}
+			}
+			if len(rows) < 1000 {
+				break
+			}
+			after = &rows[len(rows)-1].QueueKey
+		}
+	}
+	return "", nil
 }

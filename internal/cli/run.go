@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,8 +34,10 @@ type scavengeFlags struct {
 	perJob   int
 	deferred int
 	grace    time.Duration
+	unsafe   bool
 	retryMin time.Duration
 	retryMax time.Duration
+	retryFor time.Duration
 	protect  multiFlag
 	tables   string
 	stmtTO   time.Duration
@@ -48,6 +52,9 @@ type scavengeFlags struct {
 	namespaces    multiFlag
 	queueGlob     string
 }
+
+// maxClockSkew is how far --now may be ahead of the real clock.
+const maxClockSkew = time.Minute
 
 // multiFlag is a repeatable string flag.
 type multiFlag struct {
@@ -77,6 +84,8 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
 	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass "+byMode(defaults.MaxDeferred, temporalConfig.MaxDeferred))
 	fs.DurationVar(&f.grace, "grace", 0, "idle time before an empty queue may be deleted "+byMode(defaults.Grace, temporalConfig.Grace))
+	fs.BoolVar(&f.unsafe, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+": only for a copy of a database no Temporal server uses (matching rewrites the row of a queue it holds only every 12h)")
+	fs.DurationVar(&f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
 	fs.DurationVar(&f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
 	fs.DurationVar(&f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
 	fs.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
@@ -114,13 +123,14 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 			return c, err
 		}
 	}
-	for name, v := range map[string]time.Duration{"slow-statement": f.slow, "grace": f.grace, "retry-initial": f.retryMin, "retry-max": f.retryMax, "statement-timeout": f.stmtTO} {
+	for name, v := range map[string]time.Duration{"slow-statement": f.slow, "grace": f.grace, "retry-initial": f.retryMin, "retry-max": f.retryMax, "retry-for": f.retryFor, "statement-timeout": f.stmtTO} {
 		if v < 0 {
 			return c, usagef("--%s %s: must not be negative", name, v)
 		}
 	}
 	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
 	c.Grace, c.RetryInitial, c.RetryMax, c.SlowStatement = f.grace, f.retryMin, f.retryMax, f.slow
+	c.UnsafeShortGrace, c.RetryFor = f.unsafe, f.retryFor
 	c.DryRun = f.dryRun
 	if f.protect.set {
 		c.ProtectedPrefixes = []string{}
@@ -134,6 +144,10 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		t, err := time.Parse(time.RFC3339Nano, f.now)
 		if err != nil {
 			return c, usagef("--now %q: use RFC 3339, e.g. 2026-11-30T12:00:00Z", f.now)
+		}
+		// A time ahead makes tasks that are not expired look expired.
+		if real := time.Now(); t.After(real.Add(maxClockSkew)) {
+			return c, usagef("--now %s is %s ahead of the clock: a pretend time in the future would delete tasks that have not expired", f.now, t.Sub(real).Round(time.Second))
 		}
 		c.Now = func() time.Time { return t }
 	}
@@ -171,6 +185,17 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		return c, usageError{err}
 	}
 	return c, nil
+}
+
+// runStatus is the exit status of a run that ended with the outcome o.
+func runStatus(o scavenger.Outcome) int {
+	switch o {
+	case scavenger.Completed:
+		return ExitOK
+	case scavenger.CompletedBadRows:
+		return ExitBadRows
+	}
+	return ExitFailed
 }
 
 func (f *scavengeFlags) storeOptions() sqlstore.Options {
@@ -252,9 +277,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if st.BadRowCount > 0 || st.Errors > 0 {
-		e.exit = ExitBadRows
-	}
+	e.exit = runStatus(st.Outcome)
 	return nil
 }
 
@@ -313,8 +336,18 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 	if st.Deferred > 0 || st.Dropped > 0 || st.Retries > 0 {
 		fmt.Fprintf(w, "jobs:   %d deferred, %d dropped; %d transient errors retried\n", st.Deferred, st.Dropped, st.Retries)
 	}
+	if st.TasksUnknown > 0 || st.QueuesUnknown > 0 {
+		fmt.Fprintf(w, "unknown: %d tasks and %d queues whose delete lost its connection: they may or may not be gone\n", st.TasksUnknown, st.QueuesUnknown)
+	}
 	if st.Errors > 0 {
-		fmt.Fprintf(w, "errors: %d queue jobs failed (see the log)\n", st.Errors)
+		var causes []string
+		for _, c := range slices.Sorted(maps.Keys(st.FailuresByCause)) {
+			causes = append(causes, fmt.Sprintf("%d %s", st.FailuresByCause[c], c))
+		}
+		fmt.Fprintf(w, "failed: %d jobs (%s); the first:\n", st.Errors, strings.Join(causes, ", "))
+		for _, f := range st.Failures {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
 	}
 	if st.BadRowCount > 0 {
 		fmt.Fprintf(w, "bad rows: %d could not be processed and were kept:\n", st.BadRowCount)
@@ -325,12 +358,19 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 			fmt.Fprintf(w, "  … and %d more (see the log)\n", st.BadRowCount-int64(len(st.BadRows)))
 		}
 	}
+	if st.Outcome != "" {
+		fmt.Fprintf(w, "outcome: %s\n", st.Outcome)
+	}
 	fmt.Fprintf(w, "time:   %s\n", st.Elapsed.Round(time.Millisecond))
 }
 
 // writeStatsJSON writes the pass's counts for scripts.
 func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
 	out := map[string]any{
+		"outcome":            string(st.Outcome),
+		"failures_by_cause":  st.FailuresByCause,
+		"tasks_unknown":      st.TasksUnknown,
+		"queues_unknown":     st.QueuesUnknown,
 		"statements":         statements,
 		"queues_listed":      st.QueuesListed,
 		"queues_processed":   st.QueuesProcessed,

@@ -223,7 +223,7 @@ func exitOnSecondSignal(log *slog.Logger, exit func(int)) (stop func()) {
 					continue
 				}
 				log.Warn("second signal, exiting at once", "signal", s.String())
-				exit(exitSignaled)
+				exit(signalError{s}.status())
 			}
 		}
 	}()

@@ -364,8 +364,8 @@ func TestServeSecondSignal(t *testing.T) {
 	p.signal(syscall.SIGTERM)
 	p.waitLog(daemon.MsgDraining, 1)
 	p.signal(syscall.SIGTERM)
-	if code := p.wait(10 * time.Second); code != 130 {
-		t.Errorf("exit status %d after a second signal, want 130", code)
+	if code := p.wait(10 * time.Second); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit status %d after a second SIGTERM, want %d", code, 128+int(syscall.SIGTERM))
 	}
 }
 
