@@ -52,6 +52,10 @@ const (
 	// DefaultRetryFor bounds the retries of one operation. Temporal
 	// retries forever.
 	DefaultRetryFor = 5 * time.Minute
+	// DefaultLockCheckInterval and DefaultLockCheckTimeout bound how long
+	// a pass runs on after its lock is lost: at most their sum.
+	DefaultLockCheckInterval = 5 * time.Second
+	DefaultLockCheckTimeout  = 3 * time.Second
 )
 
 // MinGrace is the shortest Grace allowed without UnsafeShortGrace: twice
@@ -121,6 +125,19 @@ type Config struct {
 
 	// Logger receives the pass's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// Lock, if set, is the one-scavenger-at-a-time lock the caller holds
+	// for this pass. The pass checks it every LockCheckInterval; when it
+	// is lost, the pass stops taking new work, cancels its statements in
+	// flight and fails with an error wrapping store.ErrLockLost. So two
+	// scavengers never work at once for longer than the interval plus one
+	// check (LockCheckInterval + LockCheckTimeout).
+	Lock store.Lock
+	// LockCheckInterval is how often Lock is checked. Default 5s.
+	LockCheckInterval time.Duration
+	// LockCheckTimeout bounds one check; a check that does not answer in
+	// time counts as a lost lock. Default 3s.
+	LockCheckTimeout time.Duration
 
 	// Middleware wraps the store of every pass, outermost first, inside
 	// the pass's own shutdown gate and rate limits. It exists for tests
@@ -217,6 +234,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RetryFor <= 0 {
 		c.RetryFor = DefaultRetryFor
+	}
+	if c.LockCheckInterval <= 0 {
+		c.LockCheckInterval = DefaultLockCheckInterval
+	}
+	if c.LockCheckTimeout <= 0 {
+		c.LockCheckTimeout = DefaultLockCheckTimeout
 	}
 	if c.ProtectedPrefixes == nil {
 		c.ProtectedPrefixes = []string{TemporalProtectedPrefix}

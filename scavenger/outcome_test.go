@@ -214,3 +214,52 @@ func TestShortGraceRefused(t *testing.T) {
 		}
 	}
 }
+
+// losingLock is a lock that is held until lose is closed; checked is
+// closed at its second check.
+type losingLock struct {
+	lose, checked chan struct{}
+	checks        atomic.Int64
+}
+
+func (l *losingLock) Check(ctx context.Context) error {
+	if l.checks.Add(1) == 2 {
+		close(l.checked)
+	}
+	select {
+	case <-l.lose:
+		return fmt.Errorf("session ended: %w", store.ErrLockLost)
+	default:
+		return nil
+	}
+}
+
+func (l *losingLock) Unlock() error { return nil }
+
+// TestLockLostStopsThePass: a pass whose lock is lost stops at once, its
+// statement in flight cancelled, and fails.
+func TestLockLostStopsThePass(t *testing.T) {
+	db := testdb.Open(t, sqlstore.SQLite)
+	mustSeed(t, db, seed.Spec{Queues: 20, TasksPerQueue: 10, Expired: 1, IdleAge: 72 * time.Hour})
+	started := make(chan struct{})
+	lock := &losingLock{lose: make(chan struct{}), checked: make(chan struct{})}
+	cfg := baseConfig()
+	cfg.Lock, cfg.LockCheckInterval = lock, 5*time.Millisecond
+	cfg.Middleware = []store.Middleware{blockReads(started)} // a read that never ends on its own
+	done := make(chan struct{})
+	var (
+		st  scavenger.Stats
+		err error
+	)
+	go func() { defer close(done); st, err = scavenger.New(db, cfg).Run(context.Background()) }()
+	recv(t, started, "the pass reading tasks")
+	recv(t, lock.checked, "the lock checked while the pass runs")
+	close(lock.lose)
+	recv(t, done, "the pass to stop after its lock was lost")
+	if !errors.Is(err, store.ErrLockLost) || st.Outcome != scavenger.Failed {
+		t.Errorf("Run: outcome %s, err %v: want failed, ErrLockLost", st.Outcome, err)
+	}
+	if st.TasksDeleted != 0 {
+		t.Errorf("%d tasks deleted after the lock was lost", st.TasksDeleted)
+	}
+}

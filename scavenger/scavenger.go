@@ -149,6 +149,10 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	p.st = s.stack(&p.refused)
 	log := s.cfg.Logger
 	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun)
+	if s.cfg.Lock != nil {
+		stopWatch := watchLock(ctx, s.cfg, hard)
+		defer stopWatch()
+	}
 	err := p.run(ctx)
 	if err == nil || errors.Is(err, ErrShutdown) {
 		// After a shutdown too: the jobs' statements in flight may finish

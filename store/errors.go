@@ -45,6 +45,10 @@ var (
 	// one-scavenger-at-a-time lock (see Locker).
 	ErrLocked = errors.New("another tqscavenger holds the lock")
 
+	// ErrLockLost reports that a held lock is gone: its session ended,
+	// or it could not be checked in time. Another scavenger may hold it.
+	ErrLockLost = errors.New("the one-scavenger lock was lost")
+
 	// ErrSchema reports that the database lacks Temporal's task tables, or
 	// that their columns differ from Temporal's (see SchemaChecker).
 	ErrSchema = errors.New("not a Temporal task store")

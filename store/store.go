@@ -134,6 +134,18 @@ type Locker interface {
 	Lock(ctx context.Context, wait bool) (unlock func() error, err error)
 }
 
+// Lock is a held one-scavenger-at-a-time lock. A lock can be lost while
+// held: a server lock lives in a database session, which an administrator
+// or a restart can end. Whoever holds one checks it while it works (see
+// scavenger.Config.Lock) and stops when it is lost.
+type Lock interface {
+	// Check returns nil if the lock is still held, and an error wrapping
+	// ErrLockLost if it is not or cannot be told within ctx.
+	Check(ctx context.Context) error
+	// Unlock releases the lock.
+	Unlock() error
+}
+
 // SchemaChecker inspects a task store's schema.
 type SchemaChecker interface {
 	// Check returns what it found, and an error wrapping ErrSchema if the
