@@ -72,6 +72,11 @@ type Setting struct {
 	Source string
 }
 
+// Build describes the running binary.
+type Build struct {
+	Version, Revision, GoVersion string
+}
+
 // Config configures a Daemon.
 type Config struct {
 	// DB is the database to scavenge. Required.
@@ -100,6 +105,9 @@ type Config struct {
 	DSN string
 	// Settings is the configuration in effect, for the status page.
 	Settings []Setting
+	// Build is the running binary's version, for the status page and the
+	// tqscavenger_build_info metric.
+	Build Build
 	// Logger receives the daemon's and the passes' logs. Default
 	// slog.Default().
 	Logger *slog.Logger

@@ -754,3 +754,17 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("GET /readyz with the database down: %d %q", code, body)
 	}
 }
+
+// TestBuildInfo: the running build is a metric and on the status page.
+func TestBuildInfo(t *testing.T) {
+	db := testdb.Open(t, sqlstore.SQLite)
+	d := newDaemon(t, daemon.Config{DB: db, Build: daemon.Build{Version: "v1.2.3", Revision: "abc123", GoVersion: "go1.26.8"}})
+	if v := metric(t, d.Registry(), "tqscavenger_build_info", "version", "v1.2.3", "revision", "abc123", "goversion", "go1.26.8"); v != 1 {
+		t.Errorf("tqscavenger_build_info = %v, want 1", v)
+	}
+	rec := httptest.NewRecorder()
+	d.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if body := rec.Body.String(); !strings.Contains(body, "v1.2.3") || !strings.Contains(body, "abc123") {
+		t.Errorf("the status page does not show the build:\n%s", body)
+	}
+}

@@ -236,7 +236,14 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // Go runtime and process metrics.
 func newRegistry(d *Daemon) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tqscavenger_build_info",
+		Help: "The running build: always 1, with its version, VCS revision and Go version as labels.",
+	}, []string{"version", "revision", "goversion"})
+	b := d.cfg.Build
+	build.WithLabelValues(b.Version, b.Revision, b.GoVersion).Set(1)
 	reg.MustRegister(
+		build,
 		newCollector(d),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -114,6 +114,7 @@ type Status struct {
 	Jitter      time.Duration
 	DSN         string
 	Settings    []Setting
+	Build       Build
 }
 
 // Status returns a snapshot of the daemon.
@@ -127,6 +128,7 @@ func (d *Daemon) Status() Status {
 		Jitter:   d.cfg.Jitter,
 		DSN:      d.cfg.DSN,
 		Settings: d.cfg.Settings,
+		Build:    d.cfg.Build,
 	}
 	for i := len(d.passes) - 1; i >= 0; i-- {
 		s.Passes = append(s.Passes, d.passes[i])

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -80,11 +81,15 @@ func commands() []command {
 		{"bench", "time passes against Temporal's settings and the raw bound on seeded databases", benchCmd},
 		{"serve", "run passes on a schedule, with /metrics, a status page and health checks", serveCmd},
 		{"config", "print the configuration serve would run with, and where each value came from", configCmd},
+		{"version", "print the version, VCS revision and Go version of this build", versionCmd},
 	}
 }
 
 // Main runs the command line args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "--version" {
+		args[0] = "version"
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -284,4 +289,14 @@ func open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB,
 		return nil, usagef("no database: pass --db DSN or set TQSCAVENGER_DB (postgres://…, mysql://…, sqlite:PATH or a file path)")
 	}
 	return sqlstore.Open(ctx, dsn, opts)
+}
+
+// versionCmd prints the build.
+func versionCmd(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "version", "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, buildinfo.Read())
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/daemon"
+	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
@@ -163,6 +164,7 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 		DSN:             db.DSN().String(),
 		Settings:        settings,
 		Logger:          log,
+		Build:           daemon.Build(buildinfo.Read()),
 	})
 	if err != nil {
 		return usageError{err}
@@ -177,7 +179,8 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	if ln != nil {
 		addr = ln.Addr().String()
 	}
-	log.Info("serve started", "listen", addr, "db", db.DSN().String(), "engine", string(info.Engine),
+	bi := buildinfo.Read()
+	log.Info("serve started", "version", bi.Version, "revision", bi.Revision, "listen", addr, "db", db.DSN().String(), "engine", string(info.Engine),
 		"schedule", sched.String(), "jitter", jitter.String(), "run_at_start", df.runAtStart, "dry_run", cfg.DryRun)
 	stop := exitOnSecondSignal(log, os.Exit)
 	defer stop()
