@@ -762,26 +762,34 @@ func TestStatementTimeout(t *testing.T) {
 		}
 
 		for _, c := range []struct {
-			name string
-			st   *sqlstore.DB
-			op   func(ctx context.Context, st *sqlstore.DB) error
+			name      string
+			st        *sqlstore.DB
+			op        func(ctx context.Context, st *sqlstore.DB) error
+			transient bool
 		}{
 			{"DeleteQueue", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return deleteQueue(ctx, st, store.V1, q, 1)
-			}},
+			}, true},
 			{"AppendTasks", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return st.AppendTasks(ctx, store.V1, q, 1, q, []store.TaskRow{task(0, 1)})
-			}},
+			}, true},
 			{"UpdateQueue", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return st.UpdateQueue(ctx, store.V1, queueRow(q, 2), 1)
-			}},
+			}, true},
 			// The caller's own deadline is not a statement timeout, but it
 			// stops the statement on the server all the same.
 			{"caller's deadline", plain, func(ctx context.Context, st *sqlstore.DB) error {
 				ctx, cancel := context.WithTimeout(ctx, timeout)
 				defer cancel()
 				return deleteQueue(ctx, st, store.V1, q2, 1)
-			}},
+			}, false},
+			// Nor is it when it ends first on a store with a statement
+			// timeout.
+			{"caller's deadline before the statement timeout", timed, func(ctx context.Context, st *sqlstore.DB) error {
+				ctx, cancel := context.WithTimeout(ctx, timeout/3)
+				defer cancel()
+				return deleteQueue(ctx, st, store.V1, q2, 1)
+			}, false},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				start := time.Now()
@@ -793,9 +801,8 @@ func TestStatementTimeout(t *testing.T) {
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
 				}
-				wantTransient := c.st == timed
-				if errors.Is(err, store.ErrTransient) != wantTransient {
-					t.Errorf("error %v: transient %v, want %v", err, !wantTransient, wantTransient)
+				if errors.Is(err, store.ErrTransient) != c.transient {
+					t.Errorf("error %v: transient %v, want %v", err, !c.transient, c.transient)
 				}
 				if took > 5*time.Second {
 					t.Errorf("took %s with a %s timeout", took, timeout)

@@ -194,14 +194,6 @@ func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// withTimeout applies the per-statement timeout.
-func (s *DB) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.opts.StatementTimeout > 0 {
-		return context.WithTimeout(ctx, s.opts.StatementTimeout)
-	}
-	return ctx, func() {}
-}
-
 // query runs a read on the pool (prepared where the dialect prepares).
 func (s *DB) query(ctx context.Context, q string, args []any) (*sql.Rows, error) {
 	s.statements.Add(1)
@@ -242,7 +234,7 @@ func (s *DB) wrap(ctx context.Context, op string, err error) error {
 		return nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		if parentDone(ctx) {
+		if !errors.Is(context.Cause(ctx), errStatementTimeout) {
 			return fmt.Errorf("%s: %w", op, ctxErr)
 		}
 		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout, mark(store.ErrTransient, ctxErr))
@@ -250,22 +242,19 @@ func (s *DB) wrap(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %w", op, s.d.classify(err))
 }
 
-type parentKey struct{}
+// errStatementTimeout is the cause of a statement context that ran out of
+// Options.StatementTimeout. It is how wrap tells that timeout, which is
+// transient, from the caller's own deadline or cancellation, which is not:
+// whichever ends the context first is its cause.
+var errStatementTimeout = errors.New("statement timeout")
 
-// parentDone reports whether the caller's context (not our statement
-// timeout) ended. withStatement stores the caller's context.
-func parentDone(ctx context.Context) bool {
-	if p, ok := ctx.Value(parentKey{}).(context.Context); ok {
-		return p.Err() != nil
-	}
-	return true
-}
-
-// withStatement prepares ctx for one store call: it remembers the caller's
-// context and applies the statement timeout.
+// withStatement prepares ctx for one store call: it applies the statement
+// timeout.
 func (s *DB) withStatement(ctx context.Context) (context.Context, context.CancelFunc) {
-	c := context.WithValue(ctx, parentKey{}, ctx)
-	return s.withTimeout(c)
+	if s.opts.StatementTimeout > 0 {
+		return context.WithTimeoutCause(ctx, s.opts.StatementTimeout, errStatementTimeout)
+	}
+	return ctx, func() {}
 }
 
 func (s *DB) newBuilder() *builder { return &builder{d: s.d} }
