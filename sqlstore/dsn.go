@@ -1,3 +1,6 @@
+// This file owns DSNs: parsing them, and printing them without their
+// passwords.
+
 package sqlstore
 
 import (

@@ -1,3 +1,5 @@
+// This file owns the one-scavenger-at-a-time lock.
+
 package sqlstore
 
 import (

@@ -1,3 +1,7 @@
+// This file owns what is MySQL's and MariaDB's: the dialect, the driver
+// configuration, error classification, and the locked range delete of
+// queue rows.
+
 package sqlstore
 
 import (

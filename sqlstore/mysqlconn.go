@@ -1,3 +1,6 @@
+// This file owns the MySQL connector that stops a cancelled write on the
+// server.
+
 package sqlstore
 
 import (

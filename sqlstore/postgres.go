@@ -1,3 +1,6 @@
+// This file owns what is PostgreSQL's: the dialect, the connection
+// settings and error classification.
+
 package sqlstore
 
 import (

@@ -1,0 +1,22 @@
+// Package sqlstore implements store.Store and store.Writer on Temporal's SQL
+// task tables, for SQLite, PostgreSQL and MySQL/MariaDB.
+//
+// Open parses a DSN and returns a *DB for any of them.
+//
+// The files divide the package by job:
+//
+//   - db.go: a store's options, opening and closing it.
+//   - exec.go: running a statement (the prepared statement cache, the
+//     context of one call).
+//   - errors.go: what a driver error means (transient, a failed condition,
+//     a timeout), and the store's own errors.
+//   - queues.go, tasks.go, batch.go: the store.Store methods on queue rows,
+//     on one queue's tasks, and on many queues at once.
+//   - writer.go: store.Writer, what a matching host does.
+//   - schema.go, lock.go: the schema (setup, check) and the
+//     one-scavenger-at-a-time lock.
+//   - dialect.go: what differs between engines, and the statement builder.
+//   - sqlite.go, postgres.go, mysql.go, mysqlconn.go: each engine's dialect,
+//     connection settings and error classification.
+//   - dsn.go: DSNs.
+package sqlstore
