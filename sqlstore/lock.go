@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
@@ -101,16 +100,17 @@ func (s *DB) lockConn(ctx context.Context, try string, args []any, release strin
 	}, nil
 }
 
-// lockFile takes an flock on path. The kernel drops it when the process
-// dies, so a crashed scavenger never leaves a stale lock.
+// lockFile takes an exclusive lock on the file at path, creating it if
+// need be, without waiting. The operating system drops the lock when the
+// process dies, so a crashed scavenger never leaves a stale lock.
 func lockFile(path string) (func() error, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if busy, err := tryLockFile(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if busy {
 			return nil, fmt.Errorf("%w (lock file %s)", store.ErrLocked, path)
 		}
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
@@ -119,6 +119,6 @@ func lockFile(path string) (func() error, error) {
 	return func() error {
 		// Unlock before removing would let another process lock the file we
 		// then delete; keep the file, release the lock.
-		return f.Close()
+		return unlockFile(f)
 	}, nil
 }
