@@ -86,7 +86,7 @@ func (s *DB) Check(ctx context.Context) (store.SchemaInfo, error) {
 		qt, tt := queueTable(t), taskTable(t)
 		if !names[qt] && !names[tt] {
 			if t == store.V1 {
-				info.Problems = append(info.Problems, "tables task_queues and tasks do not exist: point --db at Temporal's database, or create them with `tqscavenger schema setup`")
+				info.Problems = append(info.Problems, "tables task_queues and tasks do not exist")
 			}
 			continue
 		}

@@ -41,7 +41,9 @@ func openSQLite(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	case errors.Is(statErr, os.ErrNotExist) && opts.Create:
 		created = true
 	case errors.Is(statErr, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: SQLite file %s does not exist: check the path (for a new database use `tqscavenger schema setup` or `seed`)", ErrUnavailable, d.Path)
+		// It wraps os.ErrNotExist too, for a command that offers to create
+		// the database.
+		return nil, mark(os.ErrNotExist, fmt.Errorf("%w: SQLite file %s does not exist", ErrUnavailable, d.Path))
 	default:
 		return nil, fmt.Errorf("%w: SQLite file %s: %v", ErrUnavailable, d.Path, statErr)
 	}
