@@ -718,11 +718,11 @@ func TestStatements(t *testing.T) {
 			{"Tables", func() error { _, err := db.Tables(ctx); return err }, 1},
 			{"DeleteQueues of one", func() error { return deleteQueue(ctx, db, store.V1, q, 2) }, 1},
 		} {
-			before := db.Statements()
+			before := db.Stats().Statements
 			if err := c.op(); err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
-			if got := db.Statements() - before; got != c.want {
+			if got := db.Stats().Statements - before; got != c.want {
 				t.Errorf("%s issued %d statements, want %d", c.name, got, c.want)
 			}
 		}

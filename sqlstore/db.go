@@ -122,8 +122,20 @@ func (s *DB) DSN() DSN { return s.dsn }
 // need plain SQL (the benchmark's raw bound, schema setup).
 func (s *DB) SQL() *sql.DB { return s.db }
 
-// Statements returns how many statements the store has issued.
-func (s *DB) Statements() int64 { return s.statements.Load() }
+// Stats are a store's counters, as sql.DBStats are a pool's.
+type Stats struct {
+	// Statements is how many statements the store has issued; a
+	// transaction's commit is one.
+	Statements int64
+
+	// Pool is the store's connection pool's.
+	Pool sql.DBStats
+}
+
+// Stats returns the store's counters.
+func (s *DB) Stats() Stats {
+	return Stats{Statements: s.statements.Load(), Pool: s.db.Stats()}
+}
 
 // Close closes the database and releases what Open acquired.
 func (s *DB) Close() error {
