@@ -37,6 +37,37 @@ func forEachEngine(t *testing.T, f func(t *testing.T, e sqlstore.Engine, db *sql
 	}
 }
 
+// opener makes a store on a test's database, closed when the test ends.
+type opener func(t *testing.T, opts sqlstore.Options) *sqlstore.DB
+
+// forEachOpening runs f on a fresh database of every engine, in parallel,
+// twice: with stores made by Open, and with stores made by New over a
+// connector built as a caller builds one (see testdb.Connector). open
+// makes the stores, each time the same way.
+func forEachOpening(t *testing.T, f func(t *testing.T, e sqlstore.Engine, open opener)) {
+	t.Helper()
+	for _, e := range testdb.Engines {
+		for _, how := range []string{"Open", "New"} {
+			t.Run(string(e)+"/"+how, func(t *testing.T) {
+				t.Parallel()
+				dsn := testdb.DSN(t, e)
+				f(t, e, func(t *testing.T, opts sqlstore.Options) *sqlstore.DB {
+					t.Helper()
+					if how == "New" {
+						return testdb.OpenNew(t, dsn, opts)
+					}
+					db, err := sqlstore.Open(ctx, dsn, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { db.Close() })
+					return db
+				})
+			})
+		}
+	}
+}
+
 var ctx = context.Background()
 
 func qk(rh uint32, id string) store.QueueKey { return store.QueueKey{RangeHash: rh, ID: []byte(id)} }
@@ -501,8 +532,12 @@ func TestDeleteTaskKeys(t *testing.T) {
 	})
 }
 
+// TestQueueRows runs on stores made by New too: there MySQL's connector
+// does not report found rows, and an unchanged row's compare-and-set must
+// succeed all the same.
 func TestQueueRows(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+	forEachOpening(t, func(t *testing.T, e sqlstore.Engine, open opener) {
+		db := open(t, sqlstore.Options{})
 		for _, tb := range []store.Table{store.V1, store.V2} {
 			k := qk(math.MaxUint32, "queue")
 			other := qk(math.MaxUint32, "queue\x00")
@@ -733,23 +768,18 @@ func TestStatements(t *testing.T) {
 // connection: a statement that runs out of its StatementTimeout must fail
 // promptly with an error that wraps store.ErrTransient (the scavenger
 // retries it) and context.DeadlineExceeded, while a caller's own deadline
-// is not transient.
+// is not transient; and none of them may take effect once the lock is
+// gone. It runs on stores made by New over a caller's connector too: the
+// store must stop the statements on the server all the same.
 func TestStatementTimeout(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+	forEachOpening(t, func(t *testing.T, e sqlstore.Engine, open opener) {
+		db := open(t, sqlstore.Options{})
 		q := qk(math.MaxUint32, "locked")
 		q2 := qk(math.MaxUint32, "locked too")
 		mustCreate(t, db, store.V1, queueRow(q, 1), queueRow(q2, 1))
 		const timeout = 300 * time.Millisecond
-		timed, err := sqlstore.OpenDSN(ctx, db.DSN(), sqlstore.Options{StatementTimeout: timeout, BusyTimeout: 20 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer timed.Close()
-		plain, err := sqlstore.OpenDSN(ctx, db.DSN(), sqlstore.Options{BusyTimeout: 20 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer plain.Close()
+		timed := open(t, sqlstore.Options{StatementTimeout: timeout, BusyTimeout: 20 * time.Second})
+		plain := open(t, sqlstore.Options{BusyTimeout: 20 * time.Second})
 
 		// Hold both queue rows (SQLite: the database) in a transaction of db.
 		tx, err := db.SQL().BeginTx(ctx, nil)

@@ -15,7 +15,6 @@ import (
 // the same everywhere are written once, in the file of their method.
 type dialect struct {
 	engine Engine
-	driver string
 
 	// dollar: placeholders are $1, $2, … (PostgreSQL) instead of ?.
 	dollar bool

@@ -1,11 +1,13 @@
 // Package sqlstore implements store.Store and store.Writer on Temporal's SQL
 // task tables, for SQLite, PostgreSQL and MySQL/MariaDB.
 //
-// Open parses a DSN and returns a *DB for any of them.
+// Open parses a DSN and returns a *DB for any of them. New makes one on a
+// connector the caller built, for a program that owns its connections
+// (a pgxpool.Pool, say); Connector builds the connector Open uses.
 //
 // The files divide the package by job:
 //
-//   - db.go: a store's options, opening and closing it.
+//   - db.go: a store's options, making it (New, Open), closing it.
 //   - exec.go: running a statement (the prepared statement cache, the
 //     context of one call).
 //   - errors.go: what a driver error means (transient, a failed condition,

@@ -16,9 +16,14 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// ErrUnavailable is wrapped by Open's errors when the database cannot be
-// reached or logged in to: a wrong host, password or database name.
+// ErrUnavailable is wrapped by the errors of Open and New when the
+// database cannot be reached or logged in to: a wrong host, password or
+// database name.
 var ErrUnavailable = errors.New("database unavailable")
+
+// ErrBadConnector is wrapped by New's errors when a caller's connector
+// lacks what a store relies on and cannot add.
+var ErrBadConnector = errors.New("connector unsuitable for a task store")
 
 // wrap turns a driver error into a store error: ctx errors stay as they
 // are (a per-statement timeout becomes transient), the rest is classified

@@ -5,7 +5,6 @@ package sqlstore
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -46,6 +45,9 @@ func (s *DB) Lock(ctx context.Context, wait bool) (unlock func() error, err erro
 func (s *DB) tryLock(ctx context.Context) (func() error, error) {
 	switch s.d.engine {
 	case SQLite:
+		if s.dsn.Path == "" {
+			return nil, errors.New("lock: the SQLite database has no file to put a lock file beside")
+		}
 		return lockFile(s.dsn.Path + ".tqscavenger.lock")
 	case Postgres:
 		// The key is computed by the server from the schema the lock's own
@@ -92,8 +94,7 @@ func (s *DB) lockConn(ctx context.Context, try string, args []any, release strin
 			// Closing a *sql.Conn only returns it to the pool, where it would
 			// keep the lock. Discard it instead: the server drops a session's
 			// locks with the session.
-			conn.Raw(func(any) error { return driver.ErrBadConn })
-			conn.Close()
+			discard(conn)
 			return fmt.Errorf("release the lock (the connection that held it is closed): %w", err)
 		}
 		return conn.Close()

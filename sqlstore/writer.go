@@ -4,6 +4,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -34,6 +35,20 @@ func (s *DB) UpdateQueue(ctx context.Context, t store.Table, row store.QueueRow,
 	if err != nil {
 		return s.wrap(ctx, "update queue", err)
 	}
+	if n == 0 && s.d.engine == MySQL && row.RangeID == prevRangeID {
+		// MySQL reports the rows an UPDATE changed, not those it matched,
+		// unless the client asks for found rows (clientFoundRows, which a
+		// caller's connector may not set): a compare-and-set that writes
+		// the values the row already has reports none. If the row has them
+		// now, the compare-and-set holds.
+		got, err := s.GetQueue(ctx, t, row.QueueKey)
+		if err == nil && got.RangeID == row.RangeID && bytes.Equal(got.Data, row.Data) && got.Encoding == row.Encoding {
+			return nil
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
 	if n == 0 {
 		return fmt.Errorf("update %s %s at range_id %d: %w", queueTable(t), row.QueueKey, prevRangeID, store.ErrConditionFailed)
 	}
@@ -44,7 +59,7 @@ func (s *DB) UpdateQueue(ctx context.Context, t store.Table, row store.QueueRow,
 func (s *DB) AppendTasks(ctx context.Context, t store.Table, owner store.QueueKey, rangeID int64, target store.QueueKey, tasks []store.TaskRow) (err error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return s.wrap(ctx, "append tasks: begin", err)
 	}
