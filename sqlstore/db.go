@@ -270,10 +270,6 @@ func (s *DB) Engine() Engine { return s.d.engine }
 // host, port, user and database, or the MySQL database alone.
 func (s *DB) DSN() DSN { return s.dsn }
 
-// SQL returns the underlying database handle, for tests and tools that
-// need plain SQL (the benchmark's raw bound, schema setup).
-func (s *DB) SQL() *sql.DB { return s.db }
-
 // Stats are a store's counters, as sql.DBStats are a pool's.
 type Stats struct {
 	// Statements is how many statements the store has issued; a
