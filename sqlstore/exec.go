@@ -1,5 +1,6 @@
 // This file owns how a store runs a statement: the prepared statement
-// cache, reads and writes on the pool, and the context of one call.
+// cache, reads and writes on the pool, transactions, and the context of
+// one call.
 
 package sqlstore
 
