@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/internal/fixture"
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/report"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
@@ -56,7 +57,7 @@ func TestReportOnRealDatabase(t *testing.T) {
 	}
 	// A report only reads: the dry runs deleted nothing.
 	var n int
-	if err := db.SQL().QueryRow("SELECT count(*) FROM tasks").Scan(&n); err != nil || n != 3446 {
+	if err := testdb.SQL(t, db).QueryRow("SELECT count(*) FROM tasks").Scan(&n); err != nil || n != 3446 {
 		t.Errorf("tasks after the report: %d (%v), want 3446", n, err)
 	}
 

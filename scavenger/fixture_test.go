@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/internal/fixture"
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -48,7 +49,7 @@ func readRows(t *testing.T, path string) dbRows {
 	} {
 		m := map[string]rowInfo{}
 		out[q.table] = m
-		rows, err := db.SQL().Query("SELECT " + q.cols + ", data, data_encoding FROM " + q.table)
+		rows, err := testdb.SQL(t, db).Query("SELECT " + q.cols + ", data, data_encoding FROM " + q.table)
 		if err != nil {
 			t.Fatal(err)
 		}

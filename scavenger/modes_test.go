@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
@@ -81,7 +82,7 @@ func TestModes(t *testing.T) {
 // cleanup empties the task tables so the next subtest starts clean.
 func cleanup(t *testing.T, db *sqlstore.DB) {
 	for _, table := range []string{"tasks", "tasks_v2", "task_queues", "task_queues_v2"} {
-		if _, err := db.SQL().Exec("DELETE FROM " + table); err != nil {
+		if _, err := testdb.SQL(t, db).Exec("DELETE FROM " + table); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,3 +1,7 @@
+// This file owns the statements that work on many queues at once: they
+// let a pass over many small queues issue a few statements per page of
+// queues instead of a few per queue.
+
 package sqlstore
 
 import (
@@ -7,10 +11,6 @@ import (
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
-
-// Statements that work on many queues at once: they let a pass over many
-// small queues issue a few statements per page of queues instead of a few
-// per queue.
 
 // maxSets bounds the sets (OR terms, and so the parameters) of one batched
 // delete: a page of 1000 queues goes in one statement, but SQLite parses an

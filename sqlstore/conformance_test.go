@@ -37,6 +37,37 @@ func forEachEngine(t *testing.T, f func(t *testing.T, e sqlstore.Engine, db *sql
 	}
 }
 
+// opener makes a store on a test's database, closed when the test ends.
+type opener func(t *testing.T, opts sqlstore.Options) *sqlstore.DB
+
+// forEachOpening runs f on a fresh database of every engine, in parallel,
+// twice: with stores made by Open, and with stores made by New over a
+// connector built as a caller builds one (see testdb.Connector). open
+// makes the stores, each time the same way.
+func forEachOpening(t *testing.T, f func(t *testing.T, e sqlstore.Engine, open opener)) {
+	t.Helper()
+	for _, e := range testdb.Engines {
+		for _, how := range []string{"Open", "New"} {
+			t.Run(string(e)+"/"+how, func(t *testing.T) {
+				t.Parallel()
+				dsn := testdb.DSN(t, e)
+				f(t, e, func(t *testing.T, opts sqlstore.Options) *sqlstore.DB {
+					t.Helper()
+					if how == "New" {
+						return testdb.OpenNew(t, dsn, opts)
+					}
+					db, err := sqlstore.Open(ctx, dsn, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { db.Close() })
+					return db
+				})
+			})
+		}
+	}
+}
+
 var ctx = context.Background()
 
 func qk(rh uint32, id string) store.QueueKey { return store.QueueKey{RangeHash: rh, ID: []byte(id)} }
@@ -501,8 +532,12 @@ func TestDeleteTaskKeys(t *testing.T) {
 	})
 }
 
+// TestQueueRows runs on stores made by New too: there MySQL's connector
+// does not report found rows, and an unchanged row's compare-and-set must
+// succeed all the same.
 func TestQueueRows(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+	forEachOpening(t, func(t *testing.T, e sqlstore.Engine, open opener) {
+		db := open(t, sqlstore.Options{})
 		for _, tb := range []store.Table{store.V1, store.V2} {
 			k := qk(math.MaxUint32, "queue")
 			other := qk(math.MaxUint32, "queue\x00")
@@ -718,11 +753,11 @@ func TestStatements(t *testing.T) {
 			{"Tables", func() error { _, err := db.Tables(ctx); return err }, 1},
 			{"DeleteQueues of one", func() error { return deleteQueue(ctx, db, store.V1, q, 2) }, 1},
 		} {
-			before := db.Statements()
+			before := db.Stats().Statements
 			if err := c.op(); err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
-			if got := db.Statements() - before; got != c.want {
+			if got := db.Stats().Statements - before; got != c.want {
 				t.Errorf("%s issued %d statements, want %d", c.name, got, c.want)
 			}
 		}
@@ -733,23 +768,18 @@ func TestStatements(t *testing.T) {
 // connection: a statement that runs out of its StatementTimeout must fail
 // promptly with an error that wraps store.ErrTransient (the scavenger
 // retries it) and context.DeadlineExceeded, while a caller's own deadline
-// is not transient.
+// is not transient; and none of them may take effect once the lock is
+// gone. It runs on stores made by New over a caller's connector too: the
+// store must stop the statements on the server all the same.
 func TestStatementTimeout(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+	forEachOpening(t, func(t *testing.T, e sqlstore.Engine, open opener) {
+		db := open(t, sqlstore.Options{})
 		q := qk(math.MaxUint32, "locked")
 		q2 := qk(math.MaxUint32, "locked too")
 		mustCreate(t, db, store.V1, queueRow(q, 1), queueRow(q2, 1))
 		const timeout = 300 * time.Millisecond
-		timed, err := sqlstore.OpenDSN(ctx, db.DSN(), sqlstore.Options{StatementTimeout: timeout, BusyTimeout: 20 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer timed.Close()
-		plain, err := sqlstore.OpenDSN(ctx, db.DSN(), sqlstore.Options{BusyTimeout: 20 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer plain.Close()
+		timed := open(t, sqlstore.Options{StatementTimeout: timeout, BusyTimeout: 20 * time.Second})
+		plain := open(t, sqlstore.Options{BusyTimeout: 20 * time.Second})
 
 		// Hold both queue rows (SQLite: the database) in a transaction of db.
 		tx, err := db.SQL().BeginTx(ctx, nil)
@@ -762,26 +792,34 @@ func TestStatementTimeout(t *testing.T) {
 		}
 
 		for _, c := range []struct {
-			name string
-			st   *sqlstore.DB
-			op   func(ctx context.Context, st *sqlstore.DB) error
+			name      string
+			st        *sqlstore.DB
+			op        func(ctx context.Context, st *sqlstore.DB) error
+			transient bool
 		}{
 			{"DeleteQueue", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return deleteQueue(ctx, st, store.V1, q, 1)
-			}},
+			}, true},
 			{"AppendTasks", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return st.AppendTasks(ctx, store.V1, q, 1, q, []store.TaskRow{task(0, 1)})
-			}},
+			}, true},
 			{"UpdateQueue", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return st.UpdateQueue(ctx, store.V1, queueRow(q, 2), 1)
-			}},
+			}, true},
 			// The caller's own deadline is not a statement timeout, but it
 			// stops the statement on the server all the same.
 			{"caller's deadline", plain, func(ctx context.Context, st *sqlstore.DB) error {
 				ctx, cancel := context.WithTimeout(ctx, timeout)
 				defer cancel()
 				return deleteQueue(ctx, st, store.V1, q2, 1)
-			}},
+			}, false},
+			// Nor is it when it ends first on a store with a statement
+			// timeout.
+			{"caller's deadline before the statement timeout", timed, func(ctx context.Context, st *sqlstore.DB) error {
+				ctx, cancel := context.WithTimeout(ctx, timeout/3)
+				defer cancel()
+				return deleteQueue(ctx, st, store.V1, q2, 1)
+			}, false},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				start := time.Now()
@@ -793,9 +831,8 @@ func TestStatementTimeout(t *testing.T) {
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
 				}
-				wantTransient := c.st == timed
-				if errors.Is(err, store.ErrTransient) != wantTransient {
-					t.Errorf("error %v: transient %v, want %v", err, !wantTransient, wantTransient)
+				if errors.Is(err, store.ErrTransient) != c.transient {
+					t.Errorf("error %v: transient %v, want %v", err, !c.transient, c.transient)
 				}
 				if took > 5*time.Second {
 					t.Errorf("took %s with a %s timeout", took, timeout)

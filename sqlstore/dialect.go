@@ -1,3 +1,6 @@
+// This file owns what differs between engines (the dialect) and the
+// builder that writes a statement in an engine's dialect.
+
 package sqlstore
 
 import (
@@ -8,11 +11,10 @@ import (
 )
 
 // dialect holds what differs between engines. Each engine's file
-// (sqlite.go, postgres.go, mysql.go) defines one; the SQL that is the same
-// everywhere lives in sqlstore.go.
+// (sqlite.go, postgres.go, mysql.go) defines one; the statements that are
+// the same everywhere are written once, in the file of their method.
 type dialect struct {
 	engine Engine
-	driver string
 
 	// dollar: placeholders are $1, $2, … (PostgreSQL) instead of ?.
 	dollar bool
@@ -66,6 +68,9 @@ type builder struct {
 	sb   strings.Builder
 	args []any
 }
+
+// newBuilder returns an empty builder in the store's dialect.
+func (s *DB) newBuilder() *builder { return &builder{d: s.d} }
 
 func (b *builder) reset() { b.sb.Reset(); b.args = b.args[:0] }
 

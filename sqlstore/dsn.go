@@ -1,3 +1,6 @@
+// This file owns DSNs: parsing them, and printing them without their
+// passwords.
+
 package sqlstore
 
 import (
@@ -34,7 +37,7 @@ var ErrBadDSN = errors.New("bad database DSN")
 // file path (SQLite). Errors never contain the password.
 func ParseDSN(s string) (DSN, error) {
 	if strings.TrimSpace(s) == "" {
-		return DSN{}, fmt.Errorf("%w: empty: pass --db or set TQSCAVENGER_DB (postgres://…, mysql://…, sqlite:PATH or a file path)", ErrBadDSN)
+		return DSN{}, fmt.Errorf("%w: empty (use postgres://…, mysql://…, sqlite:PATH or a file path)", ErrBadDSN)
 	}
 	scheme, rest, hasScheme := strings.Cut(s, ":")
 	if !hasScheme || len(scheme) == 1 { // "C:\…" is a path, not a scheme

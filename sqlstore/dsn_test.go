@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -68,8 +69,8 @@ func TestParseDSNErrors(t *testing.T) {
 		dsn  string
 		hint string // the error says what to do
 	}{
-		{"", "pass --db or set TQSCAVENGER_DB"},
-		{"   ", "pass --db or set TQSCAVENGER_DB"},
+		{"", "empty"},
+		{"   ", "empty"},
 		{"sqlite:", "use sqlite:PATH"},
 		{"sqlite://", "use sqlite:PATH"},
 		{"sqlite:t.db?mode=ro&_pragma=x", "give just the file path"},
@@ -190,7 +191,7 @@ func TestOpenErrors(t *testing.T) {
 		return u.String()
 	}
 	cases := []tc{
-		{"sqlite/missing file", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "nope.db") }, sqlstore.ErrUnavailable, "check the path"},
+		{"sqlite/missing file", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "nope.db") }, sqlstore.ErrUnavailable, "nope.db does not exist"},
 		{"sqlite/not a database", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "junk.db")
 			if err := os.WriteFile(p, []byte(strings.Repeat("not a database ", 100)), 0o644); err != nil {
@@ -269,5 +270,20 @@ func TestOpenErrors(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestOpenMissingFile: a missing SQLite file is not created without
+// Options.Create, and the error says so in a way a command can test for.
+func TestOpenMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.db")
+	_, err := sqlstore.Open(ctx, path, sqlstore.Options{})
+	for _, want := range []error{sqlstore.ErrUnavailable, fs.ErrNotExist} {
+		if !errors.Is(err, want) {
+			t.Errorf("error %v does not wrap %v", err, want)
+		}
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open without Create made %s (%v)", path, err)
 	}
 }

@@ -1,14 +1,45 @@
+// This file owns the store's errors: what a driver error means to the
+// scavenger (transient, a failed condition, a timeout) and the errors a
+// store returns of its own.
+
 package sqlstore
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
+
+// ErrUnavailable is wrapped by the errors of Open and New when the
+// database cannot be reached or logged in to: a wrong host, password or
+// database name.
+var ErrUnavailable = errors.New("database unavailable")
+
+// ErrBadConnector is wrapped by New's errors when a caller's connector
+// lacks what a store relies on and cannot add.
+var ErrBadConnector = errors.New("connector unsuitable for a task store")
+
+// wrap turns a driver error into a store error: ctx errors stay as they
+// are (a per-statement timeout becomes transient), the rest is classified
+// by the dialect.
+func (s *DB) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if !errors.Is(context.Cause(ctx), errStatementTimeout) {
+			return fmt.Errorf("%s: %w", op, ctxErr)
+		}
+		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout, mark(store.ErrTransient, ctxErr))
+	}
+	return fmt.Errorf("%s: %w", op, s.d.classify(err))
+}
 
 // kindError marks a driver error with the store's error kinds
 // (store.ErrTransient, store.ErrConditionFailed, context.DeadlineExceeded)

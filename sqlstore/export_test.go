@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"database/sql"
+
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/tqscavenger/tqscavenger/store"
@@ -104,3 +106,7 @@ func (s *DB) QueueRanges() int64 { return s.queueRanges.Load() }
 
 // SetAfterRangeLock makes f run while a range delete holds its locks.
 func (s *DB) SetAfterRangeLock(f func()) { s.afterRangeLock = f }
+
+// SQL returns the store's own pool, for tests that need plain SQL on the
+// store's connections (on SQLite, its one connection).
+func (s *DB) SQL() *sql.DB { return s.db }

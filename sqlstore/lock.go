@@ -1,14 +1,14 @@
+// This file owns the one-scavenger-at-a-time lock.
+
 package sqlstore
 
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
@@ -45,6 +45,9 @@ func (s *DB) Lock(ctx context.Context, wait bool) (unlock func() error, err erro
 func (s *DB) tryLock(ctx context.Context) (func() error, error) {
 	switch s.d.engine {
 	case SQLite:
+		if s.dsn.Path == "" {
+			return nil, errors.New("lock: the SQLite database has no file to put a lock file beside")
+		}
 		return lockFile(s.dsn.Path + ".tqscavenger.lock")
 	case Postgres:
 		// The key is computed by the server from the schema the lock's own
@@ -91,24 +94,24 @@ func (s *DB) lockConn(ctx context.Context, try string, args []any, release strin
 			// Closing a *sql.Conn only returns it to the pool, where it would
 			// keep the lock. Discard it instead: the server drops a session's
 			// locks with the session.
-			conn.Raw(func(any) error { return driver.ErrBadConn })
-			conn.Close()
+			discard(conn)
 			return fmt.Errorf("release the lock (the connection that held it is closed): %w", err)
 		}
 		return conn.Close()
 	}, nil
 }
 
-// lockFile takes an flock on path. The kernel drops it when the process
-// dies, so a crashed scavenger never leaves a stale lock.
+// lockFile takes an exclusive lock on the file at path, creating it if
+// need be, without waiting. The operating system drops the lock when the
+// process dies, so a crashed scavenger never leaves a stale lock.
 func lockFile(path string) (func() error, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if busy, err := tryLockFile(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if busy {
 			return nil, fmt.Errorf("%w (lock file %s)", store.ErrLocked, path)
 		}
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
@@ -117,6 +120,6 @@ func lockFile(path string) (func() error, error) {
 	return func() error {
 		// Unlock before removing would let another process lock the file we
 		// then delete; keep the file, release the lock.
-		return f.Close()
+		return unlockFile(f)
 	}, nil
 }

@@ -1,11 +1,17 @@
+// This file owns what is MySQL's and MariaDB's: the dialect, the driver
+// configuration, error classification, and the locked range delete of
+// queue rows.
+
 package sqlstore
 
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +28,6 @@ import (
 // index range.
 var mysqlDialect = &dialect{
 	engine: MySQL,
-	driver: "mysql",
 	deleteLimited: func(b *builder, t store.Table, q store.QueueKey, r store.TaskRange, limit int) deleteForm {
 		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, r).
 			w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit)
@@ -79,13 +84,15 @@ func mysqlConfig(d DSN) (*mysql.Config, error) {
 		c.Passwd = password
 	}
 	c.InterpolateParams = true
-	// UPDATE … WHERE range_id = ? must report a matched row even when the
-	// data did not change, or a compare-and-set would look failed.
+	// UPDATE … WHERE range_id = ? reports a matched row even when the data
+	// did not change, so that UpdateQueue need not read the row to tell a
+	// compare-and-set that changed nothing from a failed one.
 	c.ClientFoundRows = true
 	return c, nil
 }
 
-func openMySQL(ctx context.Context, d DSN, opts Options) (*DB, error) {
+// newMySQLConnector is Connector for a MySQL DSN.
+func newMySQLConnector(d DSN) (driver.Connector, error) {
 	c, err := mysqlConfig(d)
 	if err != nil {
 		return nil, err
@@ -94,20 +101,20 @@ func openMySQL(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, d, redactErr(err, d))
 	}
-	killer := sql.OpenDB(conn)
-	killer.SetMaxOpenConns(2)
-	killer.SetMaxIdleConns(1)
-	db := sql.OpenDB(&killConnector{Connector: conn, killer: killer})
-	db.SetMaxOpenConns(opts.MaxConns)
-	db.SetMaxIdleConns(opts.MaxConns)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		killer.Close()
-		return nil, fmt.Errorf("%w: %s: %s%s", unavailable(mysqlRefused(err)), d, redactErr(err, d), mysqlHint(err))
+	return conn, nil
+}
+
+// learnMySQL learns the store's database from its connection.
+func (s *DB) learnMySQL(ctx context.Context, conn *sql.Conn) error {
+	var db sql.NullString
+	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db); err != nil {
+		return s.wrap(ctx, "read the database name", err)
 	}
-	s := newDB(db, mysqlDialect, d, opts)
-	s.closers = append(s.closers, killer.Close)
-	return s, nil
+	if !db.Valid {
+		return fmt.Errorf("%w: MySQL connection uses no database", ErrBadConnector)
+	}
+	s.dsn.URL = &url.URL{Scheme: "mysql", Path: "/" + db.String}
+	return nil
 }
 
 // mysqlRefused reports whether the server answered and refused the login

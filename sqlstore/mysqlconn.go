@@ -1,3 +1,6 @@
+// This file owns the MySQL connector that stops a cancelled write on the
+// server.
+
 package sqlstore
 
 import (
@@ -91,6 +94,10 @@ var (
 	_ driver.SessionResetter    = (*killConn)(nil)
 	_ driver.Validator          = (*killConn)(nil)
 	_ driver.NamedValueChecker  = (*killConn)(nil)
+
+	_ driver.StmtExecContext   = (*killStmt)(nil)
+	_ driver.StmtQueryContext  = (*killStmt)(nil)
+	_ driver.NamedValueChecker = (*killStmt)(nil)
 )
 
 // ExecContext runs the statement under a context the driver never sees
@@ -150,8 +157,16 @@ func (c *killConn) QueryContext(ctx context.Context, query string, args []driver
 	return c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
 
+// PrepareContext prepares a statement whose writes are killed as the
+// connection's are. database/sql prepares every statement with arguments
+// when the driver does not interpolate them (a caller's connector without
+// InterpolateParams).
 func (c *killConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	return c.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	st, err := c.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &killStmt{Stmt: st, conn: c}, nil
 }
 
 func (c *killConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -173,11 +188,42 @@ func (c *killConn) CheckNamedValue(nv *driver.NamedValue) error {
 	return c.conn.(driver.NamedValueChecker).CheckNamedValue(nv)
 }
 
-func (c *killConn) Prepare(query string) (driver.Stmt, error) { return c.conn.Prepare(query) }
+func (c *killConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
 
 func (c *killConn) Close() error { return c.conn.Close() }
 
 // Begin is the pre-context form database/sql no longer calls.
 func (c *killConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// killStmt is a prepared statement of a killConn: its writes are killed
+// on the server as the connection's are.
+type killStmt struct {
+	driver.Stmt
+	conn *killConn
+}
+
+// ExecContext is killConn.ExecContext for a prepared statement.
+func (s *killStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	inner, done := s.conn.watch(ctx)
+	defer done()
+	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(inner, args)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (the server stopped the statement: %v)", ctx.Err(), err)
+	}
+	return res, err
+}
+
+func (s *killStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+}
+
+func (s *killStmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if c, ok := s.Stmt.(driver.NamedValueChecker); ok {
+		return c.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
 }

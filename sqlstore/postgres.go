@@ -1,10 +1,16 @@
+// This file owns what is PostgreSQL's: the dialect, the connection
+// settings and error classification.
+
 package sqlstore
 
 import (
-	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +27,6 @@ import (
 // rows/s). Deleting by ctid keeps it a TID scan (~0.7M rows/s).
 var postgresDialect = &dialect{
 	engine:    Postgres,
-	driver:    "pgx",
 	dollar:    true,
 	rowValues: true,
 	prepare:   true,
@@ -52,28 +57,77 @@ var postgresDialect = &dialect{
 	classify:  classifyPostgres,
 }
 
-func openPostgres(ctx context.Context, d DSN, opts Options) (*DB, error) {
+// newPostgresConnector is Connector for a PostgreSQL DSN.
+func newPostgresConnector(d DSN) (driver.Connector, error) {
 	cfg, err := pgx.ParseConfig(d.URL.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadDSN, d, redactErr(err, d))
 	}
-	// pgx's default answer to a canceled context is to drop the connection,
-	// which leaves the statement running on the server: a DELETE waiting
-	// for a row lock would still run once the lock is released, after we
-	// reported it as failed. A cancel request stops it on the server; if it
-	// finished first, the call reports its result. The deadline on the
-	// socket is the fallback for an unresponsive server.
+	ConfigurePostgres(cfg)
+	return stdlib.GetConnector(*cfg), nil
+}
+
+// cancelDeadlineDelay is how long a cancelled statement's connection waits
+// for the server's answer to the cancel request before it is closed
+// anyway (the server or the network is gone).
+const cancelDeadlineDelay = 5 * time.Second
+
+// ConfigurePostgres sets up cfg as a store needs its connections: a
+// statement whose context ends is stopped on the server by a cancel
+// request. pgx's default answer to an ended context is to close the
+// connection, which leaves the statement running on the server: a DELETE
+// waiting for a row lock would still run once the lock is released, after
+// the store reported it as failed. With a cancel request, the call
+// reports what the server did: stopped, or done if it finished first.
+//
+// Build a connector for New from cfg with stdlib.GetConnector, or, for a
+// pgxpool.Pool, configure its Config's ConnConfig and use
+// stdlib.GetPoolConnector.
+func ConfigurePostgres(cfg *pgx.ConnConfig) {
 	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 5 * time.Second}
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadlineDelay}
 	}
-	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(opts.MaxConns)
-	db.SetMaxIdleConns(opts.MaxConns)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%w: %s: %s%s", unavailable(pgRefused(err)), d, redactErr(err, d), pgHint(err))
+}
+
+// checkPostgres returns the configuration of dc, a driver connection of a
+// store, if the store can use it: a pgx connection whose ended contexts
+// send a cancel request (see ConfigurePostgres).
+func checkPostgres(dc any) (*pgx.ConnConfig, error) {
+	sc, ok := dc.(*stdlib.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%w: PostgreSQL connection is a %T, not pgx's *stdlib.Conn: cannot check that it stops cancelled statements on the server", ErrBadConnector, dc)
 	}
-	return newDB(db, postgresDialect, d, opts), nil
+	cfg := sc.Conn().Config()
+	var h ctxwatch.Handler
+	if cfg.BuildContextWatcherHandler != nil {
+		h = cfg.BuildContextWatcherHandler(sc.Conn().PgConn())
+	}
+	cr, ok := h.(*pgconn.CancelRequestContextWatcherHandler)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: PostgreSQL connection answers an ended context with %T, not a cancel request, so a statement the store reports as failed may run on: configure the connection with ConfigurePostgres", ErrBadConnector, h)
+	case cr.DeadlineDelay <= cr.CancelRequestDelay:
+		// The connection is closed before the cancel request goes out.
+		return nil, fmt.Errorf("%w: PostgreSQL connection gives up on a statement %s after its context ends, before it sends the cancel request (%s after): configure the connection with ConfigurePostgres", ErrBadConnector, cr.DeadlineDelay, cr.CancelRequestDelay)
+	}
+	return cfg, nil
+}
+
+// postgresDSN is the DSN of the database cfg connects to, without its
+// password.
+func postgresDSN(cfg *pgx.ConnConfig) DSN {
+	db := cfg.Database
+	if db == "" {
+		db = cfg.User // the server's default
+	}
+	u := &url.URL{Scheme: "postgres", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), Path: "/" + db}
+	if strings.HasPrefix(cfg.Host, "/") { // a Unix socket's directory
+		u.Host, u.RawQuery = "", url.Values{"host": {cfg.Host}, "port": {strconv.Itoa(int(cfg.Port))}}.Encode()
+	}
+	if cfg.User != "" {
+		u.User = url.User(cfg.User)
+	}
+	return DSN{Engine: Postgres, URL: u}
 }
 
 // pgRefused reports whether the server answered and refused the login or

@@ -1,3 +1,6 @@
+// This file owns the schema: creating Temporal's task tables and
+// checking them.
+
 package sqlstore
 
 import (
@@ -83,7 +86,7 @@ func (s *DB) Check(ctx context.Context) (store.SchemaInfo, error) {
 		qt, tt := queueTable(t), taskTable(t)
 		if !names[qt] && !names[tt] {
 			if t == store.V1 {
-				info.Problems = append(info.Problems, "tables task_queues and tasks do not exist: point --db at Temporal's database, or create them with `tqscavenger schema setup`")
+				info.Problems = append(info.Problems, "tables task_queues and tasks do not exist")
 			}
 			continue
 		}
@@ -152,4 +155,32 @@ func versionAtLeast(have, need string) bool {
 		}
 	}
 	return true
+}
+
+// tableNames lists the tables of the store's schema (PostgreSQL) or
+// database.
+func (s *DB) tableNames(ctx context.Context) (map[string]bool, error) {
+	var q string
+	switch s.d.engine {
+	case SQLite:
+		q = "SELECT name FROM sqlite_master WHERE type = 'table'"
+	case Postgres:
+		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+	case MySQL:
+		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
+	}
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, s.wrap(ctx, "list tables", err)
+	}
+	defer rows.Close()
+	names := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, s.wrap(ctx, "list tables", err)
+		}
+		names[n] = true
+	}
+	return names, s.wrap(ctx, "list tables", rows.Err())
 }

@@ -41,7 +41,9 @@ func (d tableDef) String() string {
 	return fmt.Sprintf("(%s, PRIMARY KEY (%s)) indexes %v", strings.Join(cols, ", "), strings.Join(d.pk, ", "), d.indexes)
 }
 
-// Temporal's task tables (spec §1), per engine, in the catalog's words.
+// temporalDDL is Temporal's four task tables per engine, in the catalog's
+// words, as the schema files of temporalio/temporal declare them
+// (schema/mysql/v8, schema/postgresql/v12, schema/sqlite/v3).
 func temporalDDL(e sqlstore.Engine) map[string]tableDef {
 	var rh, id, blob, i64, enc string
 	switch e {
@@ -214,7 +216,7 @@ func TestCheck(t *testing.T) {
 	}
 	cases := []tc{
 		{"Setup's tables", nil, false, []store.Table{store.V1, store.V2}, ""},
-		{"no task tables", nil, true, nil, "tables task_queues and tasks do not exist: point --db at Temporal's database, or create them with `tqscavenger schema setup`"},
+		{"no task tables", nil, true, nil, "tables task_queues and tasks do not exist"},
 		{"v1 only", []string{"DROP TABLE tasks_v2", "DROP TABLE task_queues_v2"}, false, []store.Table{store.V1}, ""},
 		{"v2 only", []string{"DROP TABLE tasks", "DROP TABLE task_queues"}, false, []store.Table{store.V2}, "tables task_queues and tasks do not exist"},
 		{"a missing column", []string{"ALTER TABLE tasks DROP COLUMN data_encoding"}, false, []store.Table{store.V2}, "table tasks does not have Temporal's columns"},

@@ -1,12 +1,17 @@
+// This file owns what is SQLite's: the dialect, the connection settings
+// and error classification.
+
 package sqlstore
 
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -17,7 +22,6 @@ import (
 // SQLite: pure Go (modernc.org/sqlite), no DELETE … LIMIT, one writer.
 var sqliteDialect = &dialect{
 	engine:    SQLite,
-	driver:    "sqlite",
 	rowValues: true,
 	prepare:   true,
 	// Find the limit-th key, then delete a plain key range up to it: a range
@@ -30,7 +34,8 @@ var sqliteDialect = &dialect{
 	classify: classifySQLite,
 }
 
-func openSQLite(ctx context.Context, d DSN, opts Options) (*DB, error) {
+// newSQLiteConnector is Connector for a SQLite DSN.
+func newSQLiteConnector(d DSN, opts Options) (driver.Connector, error) {
 	_, statErr := os.Stat(d.Path)
 	created := false
 	switch {
@@ -38,40 +43,108 @@ func openSQLite(ctx context.Context, d DSN, opts Options) (*DB, error) {
 	case errors.Is(statErr, os.ErrNotExist) && opts.Create:
 		created = true
 	case errors.Is(statErr, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: SQLite file %s does not exist: check the path (for a new database use `tqscavenger schema setup` or `seed`)", unavailable(true), d.Path)
+		// It wraps os.ErrNotExist too, for a command that offers to create
+		// the database.
+		return nil, mark(os.ErrNotExist, fmt.Errorf("%w: SQLite file %s does not exist", unavailable(true), d.Path))
 	default:
 		return nil, fmt.Errorf("%w: SQLite file %s: %v", ErrUnavailable, d.Path, statErr)
 	}
-	q := url.Values{}
-	q.Set("_txlock", "immediate")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
-	if created {
-		// Only a file we create gets WAL: switching an existing file's
-		// journal mode would change a Temporal dev server's database.
-		q.Add("_pragma", "journal_mode(WAL)")
-	}
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: d.Path}).EscapedPath()+"?"+q.Encode())
+	// The store begins its own transactions (see beginImmediate); the
+	// driver's _txlock is for the pools of callers.
+	c, err := sqlite.NewConnector("file:" + (&url.URL{Path: d.Path}).EscapedPath() + "?_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrUnavailable, d.Path, err)
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
+	// Only a file we create gets WAL: switching an existing file's journal
+	// mode would change a Temporal dev server's database.
+	return &sqliteConnector{Connector: c, busy: opts.BusyTimeout, wal: created}, nil
+}
+
+// sqliteConnector sets up every connection of the connector it wraps as a
+// store needs it. The settings are per connection, and the pool replaces
+// a connection after an interrupted statement: a setting made once, on
+// the first connection, would be lost with it.
+type sqliteConnector struct {
+	driver.Connector
+	busy time.Duration
+	// wal puts the database in WAL mode (a file Connector creates).
+	wal bool
+}
+
+func (c *sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.setup(ctx, conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (c *sqliteConnector) setup(ctx context.Context, conn driver.Conn) error {
+	ex, ok := conn.(driver.ExecerContext)
+	qu, ok2 := conn.(driver.QueryerContext)
+	if !ok || !ok2 {
+		return fmt.Errorf("driver connection %T cannot execute statements", conn)
+	}
+	pragmas := []string{fmt.Sprintf("PRAGMA busy_timeout = %d", c.busy.Milliseconds())}
+	if c.wal {
+		pragmas = append(pragmas, "PRAGMA journal_mode = WAL")
+	}
+	for _, p := range pragmas {
+		if _, err := ex.ExecContext(ctx, p, nil); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	rows, err := qu.QueryContext(ctx, "PRAGMA journal_mode", nil)
+	if err != nil {
+		return err
+	}
+	v := make([]driver.Value, 1)
+	err = rows.Next(v)
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("PRAGMA journal_mode: %w", err)
+	}
 	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%w: %s is not a usable SQLite database: %v", ErrUnavailable, d.Path, err)
+	switch m := v[0].(type) {
+	case string:
+		mode = m
+	case []byte:
+		mode = string(m)
 	}
 	if mode == "wal" {
 		// NORMAL is durable across application crashes in WAL mode and
-		// 15–60 % faster for batched deletes; it is a per-connection setting.
-		if _, err := db.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, d.Path, err)
+		// 15–60 % faster for batched deletes.
+		if _, err := ex.ExecContext(ctx, "PRAGMA synchronous = NORMAL", nil); err != nil {
+			return fmt.Errorf("PRAGMA synchronous = NORMAL: %w", err)
 		}
 	}
-	return newDB(db, sqliteDialect, d, opts), nil
+	return nil
+}
+
+// learnSQLite learns the store's file from its connection.
+func (s *DB) learnSQLite(ctx context.Context, conn *sql.Conn) error {
+	rows, err := conn.QueryContext(ctx, "PRAGMA database_list")
+	if err != nil {
+		return s.wrap(ctx, "list the databases", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			seq        int
+			name, file string
+		)
+		if err := rows.Scan(&seq, &name, &file); err != nil {
+			return s.wrap(ctx, "list the databases", err)
+		}
+		if name == "main" {
+			s.dsn.Path = file
+		}
+	}
+	return s.wrap(ctx, "list the databases", rows.Err())
 }
 
 func classifySQLite(err error) error {
@@ -85,30 +158,4 @@ func classifySQLite(err error) error {
 		}
 	}
 	return classifyCommon(err)
-}
-
-func (s *DB) tableNames(ctx context.Context) (map[string]bool, error) {
-	var q string
-	switch s.d.engine {
-	case SQLite:
-		q = "SELECT name FROM sqlite_master WHERE type = 'table'"
-	case Postgres:
-		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-	case MySQL:
-		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
-	}
-	rows, err := s.db.QueryContext(ctx, q)
-	if err != nil {
-		return nil, s.wrap(ctx, "list tables", err)
-	}
-	defer rows.Close()
-	names := map[string]bool{}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, s.wrap(ctx, "list tables", err)
-		}
-		names[n] = true
-	}
-	return names, s.wrap(ctx, "list tables", rows.Err())
 }

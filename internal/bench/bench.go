@@ -625,17 +625,17 @@ func verify(c Case, passes []PassResult) []string {
 
 // countRows counts what a copy holds in the v1 task tables.
 func countRows(ctx context.Context, dsn string) (Rows, int64, error) {
-	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+	db, _, err := openSQL(ctx, dsn, sqlstore.Options{})
 	if err != nil {
 		return Rows{}, 0, fmt.Errorf("count rows: %w", err)
 	}
 	defer db.Close()
 	var r Rows
 	var sum int64
-	if err := db.SQL().QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(task_id), 0) FROM tasks").Scan(&r.Tasks, &sum); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(task_id), 0) FROM tasks").Scan(&r.Tasks, &sum); err != nil {
 		return r, 0, fmt.Errorf("count tasks: %w", err)
 	}
-	if err := db.SQL().QueryRowContext(ctx, "SELECT COUNT(*) FROM task_queues").Scan(&r.Queues); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM task_queues").Scan(&r.Queues); err != nil {
 		return r, 0, fmt.Errorf("count queues: %w", err)
 	}
 	return r, sum, nil

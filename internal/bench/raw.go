@@ -78,9 +78,16 @@ func Raw(ctx context.Context, db *sqlstore.DB, cfg RawConfig) (RawStats, error) 
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultRawBatchSize
 	}
+	// The raw bound's statements go through a pool of its own, with the
+	// connections of the store's (sqlstore.Connector).
+	h, err := openSQLDSN(ctx, db.DSN(), sqlstore.Options{})
+	if err != nil {
+		return RawStats{}, err
+	}
+	defer h.Close()
 	start := time.Now()
-	p := &rawPass{db: db.SQL(), engine: db.Engine(), cfg: cfg, nonEmpty: map[string]struct{}{}}
-	err := p.tasks(ctx)
+	p := &rawPass{db: h, engine: db.Engine(), cfg: cfg, nonEmpty: map[string]struct{}{}}
+	err = p.tasks(ctx)
 	if err == nil {
 		err = p.queues(ctx)
 	}

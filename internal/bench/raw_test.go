@@ -88,7 +88,7 @@ func TestRawMatchesPastLiveHead(t *testing.T) {
 // keys returns the rows of q, three integer or byte columns, formatted.
 func keys(t *testing.T, db *sqlstore.DB, q string) []string {
 	t.Helper()
-	rows, err := db.SQL().Query(q)
+	rows, err := testdb.SQL(t, db).Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,16 +62,16 @@ const (
 // COPY on PostgreSQL, multi-row INSERTs in large transactions elsewhere,
 // instead of seed.Write's fenced appends.
 func seedDatabase(ctx context.Context, dsn string, c Case, now time.Time) error {
-	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Create: true})
+	db, engine, err := openSQL(ctx, dsn, sqlstore.Options{Create: true})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	g := newRows(c, now)
-	if db.Engine() == sqlstore.Postgres {
-		return copyRows(ctx, db.SQL(), g)
+	if engine == sqlstore.Postgres {
+		return copyRows(ctx, db, g)
 	}
-	w := &seedWriter{db: db.SQL(), engine: db.Engine()}
+	w := &seedWriter{db: db, engine: engine}
 	for _, t := range []struct {
 		table string
 		rows  iter.Seq[[]any]

@@ -66,12 +66,12 @@ func firstDiff(a, b []string) int {
 // dump returns every row of q, formatted.
 func dump(t *testing.T, dsn, q string) []string {
 	t.Helper()
-	db, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+	db, _, err := openSQL(context.Background(), dsn, sqlstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.SQL().Query(q)
+	rows, err := db.Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -61,12 +62,12 @@ func (s *sqliteServer) create(ctx context.Context, name string) (string, error) 
 // settle checkpoints the WAL into the main file. SQLite gets no ANALYZE:
 // Temporal never runs one on its SQLite files.
 func (s *sqliteServer) settle(ctx context.Context, name string) error {
-	db, err := sqlstore.Open(ctx, s.dsn(name), sqlstore.Options{})
+	db, _, err := openSQL(ctx, s.dsn(name), sqlstore.Options{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.SQL().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
@@ -123,7 +124,7 @@ func (s *sqliteServer) drop(_ context.Context, name string) error {
 type sqlServer struct {
 	e     sqlstore.Engine
 	base  *url.URL
-	admin *sqlstore.DB
+	admin *sql.DB
 }
 
 func openSQLServer(ctx context.Context, e sqlstore.Engine, dsn string) (*sqlServer, error) {
@@ -134,7 +135,7 @@ func openSQLServer(ctx context.Context, e sqlstore.Engine, dsn string) (*sqlServ
 	if d.Engine != e {
 		return nil, fmt.Errorf("%s is a %s DSN, not %s", d, d.Engine, e)
 	}
-	admin, err := sqlstore.OpenDSN(ctx, d, sqlstore.Options{MaxConns: 2})
+	admin, err := openSQLDSN(ctx, d, sqlstore.Options{MaxConns: 2})
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (s *sqlServer) quote(name string) string {
 }
 
 func (s *sqlServer) exec(ctx context.Context, q string) error {
-	if _, err := s.admin.SQL().ExecContext(ctx, q); err != nil {
+	if _, err := s.admin.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("%s: %w", q, err)
 	}
 	return nil
@@ -181,7 +182,7 @@ func (s *sqlServer) create(ctx context.Context, name string) (string, error) {
 // vacuums (for index-only scans) and checkpoints, so that no pass pays
 // for writing the seeded pages.
 func (s *sqlServer) settle(ctx context.Context, name string) error {
-	db, err := sqlstore.Open(ctx, s.dsn(name), sqlstore.Options{MaxConns: 1})
+	db, _, err := openSQL(ctx, s.dsn(name), sqlstore.Options{MaxConns: 1})
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (s *sqlServer) settle(ctx context.Context, name string) error {
 		stmts = []string{"ANALYZE TABLE task_queues, tasks"}
 	}
 	for _, q := range stmts {
-		rows, err := db.SQL().QueryContext(ctx, q)
+		rows, err := db.QueryContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}

@@ -175,7 +175,9 @@ func advise(err error) error {
 	case errors.Is(err, store.ErrReadOnly):
 		return fmt.Errorf("%w (point --db at the primary, not a replica, and check the file's permissions)", err)
 	case errors.Is(err, store.ErrSchema):
-		return fmt.Errorf("%w (point --db at Temporal's database, or create the task tables with `tqscavenger schema setup`)", err)
+		return fmt.Errorf("%w: point --db at Temporal's database, or create them with `tqscavenger schema setup`", err)
+	case errors.Is(err, sqlstore.ErrUnavailable) && errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: check the path (for a new database use `tqscavenger schema setup` or `seed`)", err)
 	case errors.Is(err, scavenger.ErrShortGrace):
 		return fmt.Errorf("%w (pass --unsafe-short-grace only for a copy of a database that no Temporal server uses)", err)
 	}

@@ -238,7 +238,7 @@ func countTasks(t *testing.T, dsn string) int {
 		if tb == store.V2 {
 			q += "_v2"
 		}
-		if err := db.SQL().QueryRowContext(context.Background(), q).Scan(&c); err != nil {
+		if err := testdb.SQL(t, db).QueryRowContext(context.Background(), q).Scan(&c); err != nil {
 			t.Fatal(err)
 		}
 		n += c

@@ -270,7 +270,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	stopProgress()
 	printSummary(e.stdout, st, cfg.DryRun)
 	if statsJSON != "" {
-		if werr := writeStatsJSON(statsJSON, st, db.Statements()); werr != nil && err == nil {
+		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
 			err = werr
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/internal/cli"
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -41,7 +42,7 @@ func TestDemo(t *testing.T) {
 	now := time.Now()
 	live := map[store.Table]int{}
 	for _, tb := range []store.Table{store.V1, store.V2} {
-		rows, err := db.SQL().Query("SELECT data, data_encoding FROM " + map[store.Table]string{store.V1: "tasks", store.V2: "tasks_v2"}[tb])
+		rows, err := testdb.SQL(t, db).Query("SELECT data, data_encoding FROM " + map[store.Table]string{store.V1: "tasks", store.V2: "tasks_v2"}[tb])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestBadRowsExitStatus(t *testing.T) {
 		{"UPDATE task_queues SET data = ? WHERE task_queue_id = ?", []any{[]byte{0x12, 0x7f}, badQ}},
 		{"UPDATE tasks SET data_encoding = 'Json' WHERE task_queue_id = ? AND task_id = 1", []any{badT}},
 	} {
-		if _, err := db.SQL().Exec(q.sql, q.args...); err != nil {
+		if _, err := testdb.SQL(t, db).Exec(q.sql, q.args...); err != nil {
 			t.Fatal(err)
 		}
 	}

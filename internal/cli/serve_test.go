@@ -295,7 +295,7 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := db.SQL().Conn(context.Background())
+	conn, err := testdb.SQL(t, db).Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

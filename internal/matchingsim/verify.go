@@ -192,18 +192,23 @@ type taskRef struct {
 //   - Nothing is there that the simulator did not write, and nothing it
 //     deleted is back (store bugs, reported as violations too).
 func (s *Sim) Verify(ctx context.Context, dsn string, r Rules) (Report, error) {
-	db, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+	d, err := sqlstore.ParseDSN(dsn)
 	if err != nil {
 		return Report{}, err
 	}
+	c, err := sqlstore.Connector(d, sqlstore.Options{})
+	if err != nil {
+		return Report{}, err
+	}
+	db := sql.OpenDB(c)
 	defer db.Close()
 	queues := map[store.Table]map[string]dbQueue{}
 	tasks := map[store.Table]map[taskRef]*dbTask{}
 	for _, t := range s.cfg.Tables {
-		if queues[t], err = readQueues(ctx, db.SQL(), t); err != nil {
+		if queues[t], err = readQueues(ctx, db, t); err != nil {
 			return Report{}, err
 		}
-		if tasks[t], err = readTasks(ctx, db.SQL(), t); err != nil {
+		if tasks[t], err = readTasks(ctx, db, t); err != nil {
 			return Report{}, err
 		}
 	}

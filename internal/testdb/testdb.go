@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,7 +132,7 @@ func randomName() string {
 // base and returns a DSN that uses it.
 func fresh(t testing.TB, ctx context.Context, e sqlstore.Engine, base string) string {
 	t.Helper()
-	admin, err := sqlstore.Open(ctx, base, sqlstore.Options{})
+	admin, err := openSQL(ctx, base)
 	if err != nil {
 		unavailable(t, "%s unreachable via %s: %v", e, EnvVar(e), err)
 	}
@@ -150,14 +151,14 @@ func fresh(t testing.TB, ctx context.Context, e sqlstore.Engine, base string) st
 		u.Path = "/" + name
 	}
 	u.RawQuery = q.Encode()
-	if _, err := admin.SQL().ExecContext(ctx, create); err != nil {
+	if _, err := admin.ExecContext(ctx, create); err != nil {
 		admin.Close()
 		t.Fatalf("%s: %v", create, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := admin.SQL().ExecContext(ctx, drop); err != nil && !strings.Contains(err.Error(), "doesn't exist") {
+		if _, err := admin.ExecContext(ctx, drop); err != nil && !strings.Contains(err.Error(), "doesn't exist") {
 			t.Errorf("%s: %v", drop, err)
 		}
 		admin.Close()
@@ -165,14 +166,74 @@ func fresh(t testing.TB, ctx context.Context, e sqlstore.Engine, base string) st
 	return u.String()
 }
 
-// Exec runs plain SQL on a store, for tests that corrupt or inspect rows.
+// Exec runs plain SQL on the database of a store (see SQL), for tests
+// that corrupt or inspect rows.
 func Exec(t testing.TB, db *sqlstore.DB, query string, args ...any) sql.Result {
 	t.Helper()
-	res, err := db.SQL().ExecContext(context.Background(), query, args...)
+	res, err := SQL(t, db).ExecContext(context.Background(), query, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return res
+}
+
+// handles holds the pools SQL opened, by store, until their tests end.
+var handles struct {
+	sync.Mutex
+	m map[*sqlstore.DB]*sql.DB
+}
+
+// SQL returns a database/sql pool on the database of db, for tests that
+// corrupt or inspect rows with plain SQL. Its connections are its own,
+// with sqlstore.Connector's settings: on SQLite it is a second
+// connection to the file, whose writes wait for the store's, and the
+// store's for its, as long as the busy timeout allows. db must be a store
+// opened from a DSN (sqlstore.Open): its DSN holds the password. The pool
+// is closed when the test ends.
+func SQL(t testing.TB, db *sqlstore.DB) *sql.DB {
+	t.Helper()
+	handles.Lock()
+	defer handles.Unlock()
+	if h, ok := handles.m[db]; ok {
+		return h
+	}
+	c, err := sqlstore.Connector(db.DSN(), sqlstore.Options{})
+	if err != nil {
+		t.Fatalf("connector for %s: %v", db.DSN(), err)
+	}
+	h := sql.OpenDB(c)
+	if db.Engine() == sqlstore.SQLite {
+		h.SetMaxOpenConns(1)
+	}
+	if handles.m == nil {
+		handles.m = map[*sqlstore.DB]*sql.DB{}
+	}
+	handles.m[db] = h
+	t.Cleanup(func() {
+		handles.Lock()
+		delete(handles.m, db)
+		handles.Unlock()
+		h.Close()
+	})
+	return h
+}
+
+// openSQL opens a database/sql pool on dsn and checks that it answers.
+func openSQL(ctx context.Context, dsn string) (*sql.DB, error) {
+	d, err := sqlstore.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sqlstore.Connector(d, sqlstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(c)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", d, err)
+	}
+	return db, nil
 }
 
 // MySQLUser creates a MySQL user with a password and access to every
@@ -185,7 +246,7 @@ func MySQLUser(t testing.TB) (dsn *url.URL, password string) {
 	base := Server(t, sqlstore.MySQL)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := sqlstore.Open(ctx, base, sqlstore.Options{})
+	admin, err := openSQL(ctx, base)
 	if err != nil {
 		unavailable(t, "mysql unreachable via %s: %v", EnvVar(sqlstore.MySQL), err)
 	}
@@ -195,7 +256,7 @@ func MySQLUser(t testing.TB) (dsn *url.URL, password string) {
 		"CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password + "'",
 		"GRANT ALL ON *.* TO '" + user + "'@'%'",
 	} {
-		if _, err := admin.SQL().ExecContext(ctx, q); err != nil {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
 			admin.Close()
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -203,7 +264,7 @@ func MySQLUser(t testing.TB) (dsn *url.URL, password string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := admin.SQL().ExecContext(ctx, "DROP USER '"+user+"'@'%'"); err != nil {
+		if _, err := admin.ExecContext(ctx, "DROP USER '"+user+"'@'%'"); err != nil {
 			t.Errorf("drop user %s: %v", user, err)
 		}
 		admin.Close()

@@ -118,7 +118,7 @@ func TestFresh(t *testing.T) {
 					q = "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1"
 				}
 				var n int
-				if err := admin.SQL().QueryRowContext(context.Background(), q, name).Scan(&n); err != nil {
+				if err := testdb.SQL(t, admin).QueryRowContext(context.Background(), q, name).Scan(&n); err != nil {
 					t.Fatal(err)
 				}
 				if n != 0 {

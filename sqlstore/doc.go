@@ -1,0 +1,26 @@
+// Package sqlstore implements store.Store and store.Writer on Temporal's SQL
+// task tables, for SQLite, PostgreSQL and MySQL/MariaDB.
+//
+// Open parses a DSN and returns a *DB for any of them. New makes one on a
+// connector the caller built, for a program that owns its connections
+// (a pgxpool.Pool, say); Connector builds the connector Open uses.
+//
+// The files divide the package by job:
+//
+//   - db.go: a store's options, making it (New, Open), closing it.
+//   - exec.go: running a statement (the prepared statement cache,
+//     transactions, the context of one call).
+//   - errors.go: what a driver error means (transient, a failed condition,
+//     a timeout), and the store's own errors.
+//   - queues.go, tasks.go, batch.go: the store.Store methods on queue rows,
+//     on one queue's tasks, and on many queues at once.
+//   - writer.go: store.Writer, what a matching host does.
+//   - schema.go: the schema (setup, check).
+//   - lock.go: the one-scavenger-at-a-time lock; lock_unix.go and
+//     lock_windows.go lock SQLite's lock file.
+//   - dialect.go: what differs between engines, and the statement builder.
+//   - sqlite.go, postgres.go, mysql.go: each engine's dialect, connection
+//     settings and error classification; mysqlconn.go, the MySQL
+//     connector that stops a cancelled write on the server.
+//   - dsn.go: DSNs.
+package sqlstore
