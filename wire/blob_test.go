@@ -496,3 +496,50 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeTaskTimesAllocs checks that DecodeTaskTimes allocates nothing,
+// on its fast path and on the general decoder it falls back to, and that it
+// does not make its caller's buffer escape: the blob is copied into an array
+// on the stack of each run, which would be a heap allocation if it escaped.
+func TestDecodeTaskTimesAllocs(t *testing.T) {
+	task := EncodeAllocatedTaskInfo(roundTripTasks[2])
+	tag := func(b []byte, num protowire.Number, typ protowire.Type) []byte {
+		return protowire.AppendTag(b, num, typ)
+	}
+	data := func(inner []byte) []byte {
+		return append(protowire.AppendBytes(tag(nil, 1, protowire.BytesType), inner), task...)
+	}
+	tests := []struct {
+		what string
+		b    []byte
+		fast bool // the fast path decodes it
+	}{
+		{"task", task, true},
+		{"two-byte tag", protowire.AppendVarint(tag(task, 16, protowire.VarintType), 1), false},
+		{"ten-byte varint", protowire.AppendVarint(tag(task, 2, protowire.VarintType), math.MaxUint64), false},
+		{"group in data", data(tag(tag(nil, 11, protowire.StartGroupType), 11, protowire.EndGroupType)), false},
+		{"two-byte tag in priority", data(protowire.AppendBytes(tag(nil, 10, protowire.BytesType), protowire.AppendVarint(tag(nil, 20, protowire.VarintType), 1))), false},
+	}
+	for _, tt := range tests {
+		var times taskTimes
+		if got := fastTaskTimes(tt.b, &times); got != tt.fast {
+			t.Errorf("%s: fastTaskTimes = %v, want %v", tt.what, got, tt.fast)
+		}
+		want, err := DecodeAllocatedTaskInfo(EncodingProto3, tt.b)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.what, err)
+		}
+		var got TaskTimes
+		allocs := testing.AllocsPerRun(100, func() {
+			var buf [256]byte
+			n := copy(buf[:], tt.b)
+			got, err = DecodeTaskTimes(EncodingProto3, buf[:n])
+		})
+		if err != nil || got.CreateTime != want.Data.CreateTime || got.ExpiryTime != want.Data.ExpiryTime {
+			t.Errorf("%s: DecodeTaskTimes = %+v, %v; want the times of %+v", tt.what, got, err, want.Data)
+		}
+		if allocs != 0 {
+			t.Errorf("%s: DecodeTaskTimes allocates %v times a call, want 0", tt.what, allocs)
+		}
+	}
+}
