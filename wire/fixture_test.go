@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	_ "modernc.org/sqlite"
 
 	"github.com/tqscavenger/tqscavenger/internal/fixture"
@@ -637,6 +638,31 @@ func BenchmarkDecodeTaskTimes(b *testing.B) {
 	}
 	if blob == nil {
 		b.Fatal("no tasks_v2 example in the manifest")
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(blob)))
+	for b.Loop() {
+		tt, err := DecodeTaskTimes(EncodingProto3, blob)
+		if err != nil || tt.ExpiryTime.IsZero() {
+			b.Fatal(tt, err)
+		}
+	}
+}
+
+// BenchmarkDecodeTaskTimesGeneral decodes a task blob that the fast path of
+// DecodeTaskTimes hands over to the general decoder: it has a field with a
+// two-byte tag, as a field numbered 16 or more that a later Temporal adds to
+// TaskInfo would have.
+func BenchmarkDecodeTaskTimesGeneral(b *testing.B) {
+	task := EncodeAllocatedTaskInfo(roundTripTasks[2])
+	_, _, n := protowire.ConsumeTag(task)
+	data, m := protowire.ConsumeBytes(task[n:])
+	data = data[:len(data):len(data)] // appending must not overwrite task
+	data = protowire.AppendVarint(protowire.AppendTag(data, 16, protowire.VarintType), 1)
+	blob := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), data)
+	blob = append(blob, task[n+m:]...)
+	if fastTaskTimes(blob, &taskTimes{}) {
+		b.Fatal("the fast path decodes the blob")
 	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(blob)))
