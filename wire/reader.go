@@ -1,10 +1,11 @@
 // Reading the fields of a protowire message: the reader that the general
-// decoders of decode.go walk a message with, and the malformedError they
-// fail with.
+// decoders of decode.go walk a blob with, its typed field helpers, and the
+// malformedError they fail with.
 
 package wire
 
 import (
+	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -40,115 +41,278 @@ func (e *malformedError) within(prefix string) *malformedError {
 	return e
 }
 
-// reader walks the fields of one message.
-type reader struct {
-	b []byte
-}
-
-// next consumes the tag of the next field.
+// reader walks the fields of a message, and of the messages nested in it.
+// A decoder is a loop over the fields with one case, and one helper call, a
+// field it knows:
 //
-// The fast paths of next, varint and bytes handle the one-byte tags, values
-// and lengths that make up most of a blob without calling into protowire;
-// the slow paths handle everything else, errors included.
-func (r *reader) next() (protowire.Number, protowire.Type, *malformedError) {
-	if len(r.b) > 0 && r.b[0] < 0x80 && r.b[0] >= 1<<3 {
-		c := r.b[0]
-		r.b = r.b[1:]
-		return protowire.Number(c >> 3), protowire.Type(c & 7), nil
-	}
-	return r.nextSlow()
+//	for r.next() {
+//		switch r.num {
+//		case 1:
+//			r.int64("seconds", &ts.sec)
+//		case 2:
+//			r.int32("nanos", &ts.nanos)
+//		default:
+//			r.skip()
+//		}
+//	}
+//
+// next reads the tag of a field into num and typ. A helper checks the wire
+// type, reads the value into its destination, and on an error records it,
+// with the field's name and number; skip passes over a field the decoder
+// does not know, as protobuf does. (A chain of helpers that each test the
+// field number, one line a field, reads better but measured 10-20% slower
+// than the switch's single jump.)
+//
+// A nested message is decoded in place: message points the reader at the
+// nested bytes, runs the nested decoder, whose loop ends where they end, and
+// points the reader past them again. So one reader, on the caller's stack,
+// serves a whole blob, and a decoder takes no bytes and returns no error.
+//
+// The first error ends the walk: fail stores it in *err and leaves nothing
+// to read, so every enclosing loop ends too, each enclosing message
+// prefixing its field to the error's path on the way out.
+type reader struct {
+	b   []byte           // the rest of the innermost message being read
+	num protowire.Number // the field whose tag was read last
+	typ protowire.Type   // its wire type
+
+	// err points to the caller's error variable, not to an error kept in
+	// the reader: escape analysis does not tell one field of a variable
+	// from another, so returning an error kept next to b would count as
+	// returning the blob, and a blob on the caller's stack would be moved
+	// to the heap.
+	err **malformedError
+
+	// lax: strings are neither kept nor checked for UTF-8. DecodeTaskTimes
+	// ignores strings, and the check costs more than the rest of decoding.
+	lax bool
 }
 
-func (r *reader) nextSlow() (protowire.Number, protowire.Type, *malformedError) {
+// fail stops the walk with err.
+func (r *reader) fail(err *malformedError) {
+	*r.err = err
+	r.b = nil
+}
+
+// next reads the tag of the next field. It reports false at the end of the
+// message, or after an error.
+//
+// next is small enough to be inlined, so that the end of a message costs no
+// call: the small nested messages, timestamps and levels, spend a good part
+// of their time there.
+func (r *reader) next() bool {
+	return len(r.b) > 0 && r.tag()
+}
+
+// tag reads the tag of the next field; there is one.
+//
+// The fast paths of tag, varint, bytes and nested handle the one-byte tags,
+// values and lengths that make up most of a blob without calling into
+// protowire; the slow paths handle everything else, errors included.
+func (r *reader) tag() bool {
+	if c := r.b[0]; c < 0x80 && c >= 1<<3 {
+		r.b = r.b[1:]
+		r.num, r.typ = protowire.Number(c>>3), protowire.Type(c&7)
+		return true
+	}
+	return r.tagSlow()
+}
+
+func (r *reader) tagSlow() bool {
 	num, typ, n := protowire.ConsumeTag(r.b)
 	if n < 0 {
-		return 0, 0, &malformedError{msg: "bad field tag: " + protowire.ParseError(n).Error()}
+		r.fail(&malformedError{msg: "bad field tag: " + protowire.ParseError(n).Error()})
+		return false
 	}
 	if num > protowire.MaxValidNumber {
 		// proto.Unmarshal rejects these too.
-		return 0, 0, &malformedError{msg: "field number " + strconv.Itoa(int(num)) + " out of range"}
+		r.fail(&malformedError{msg: "field number " + strconv.Itoa(int(num)) + " out of range"})
+		return false
 	}
 	r.b = r.b[n:]
-	return num, typ, nil
+	r.num, r.typ = num, typ
+	return true
 }
 
-// skip consumes the value of a field this package does not decode.
-func (r *reader) skip(num protowire.Number, typ protowire.Type) *malformedError {
-	n := protowire.ConsumeFieldValue(num, typ, r.b)
+// skip consumes the value of a field the decoder does not know.
+func (r *reader) skip() {
+	n := protowire.ConsumeFieldValue(r.num, r.typ, r.b)
 	if n < 0 {
-		return &malformedError{num: num, msg: "skipping unknown field: " + protowire.ParseError(n).Error()}
+		r.fail(&malformedError{num: r.num, msg: "skipping unknown field: " + protowire.ParseError(n).Error()})
+		return
 	}
 	r.b = r.b[n:]
-	return nil
 }
 
-func (r *reader) varint(name string, num protowire.Number, typ protowire.Type) (uint64, *malformedError) {
-	if typ == protowire.VarintType && len(r.b) > 0 && r.b[0] < 0x80 {
-		v := uint64(r.b[0])
-		r.b = r.b[1:]
-		return v, nil
+// The typed helpers read the current field, which errors name name, into
+// dst.
+
+// int64 reads an int64 field.
+func (r *reader) int64(name string, dst *int64) {
+	if v, ok := r.varint(name); ok {
+		*dst = int64(v)
 	}
-	return r.varintSlow(name, num, typ)
 }
 
-func (r *reader) varintSlow(name string, num protowire.Number, typ protowire.Type) (uint64, *malformedError) {
-	if typ != protowire.VarintType {
-		return 0, wrongType(name, num, typ, protowire.VarintType)
+// int32 reads an int32 or enum field. Both are sign-extended to 64 bits on
+// the wire; the conversion drops the extension.
+func (r *reader) int32(name string, dst *int32) {
+	if v, ok := r.varint(name); ok {
+		*dst = int32(v)
 	}
-	v, n := protowire.ConsumeVarint(r.b)
-	if n < 0 {
-		return 0, &malformedError{path: name, num: num, msg: protowire.ParseError(n).Error()}
-	}
-	r.b = r.b[n:]
-	return v, nil
 }
 
-func (r *reader) bytes(name string, num protowire.Number, typ protowire.Type) ([]byte, *malformedError) {
-	if typ == protowire.BytesType && len(r.b) > 0 && r.b[0] < 0x80 && int(r.b[0]) < len(r.b) {
-		n := 1 + int(r.b[0])
-		v := r.b[1:n:n]
-		r.b = r.b[n:]
-		return v, nil
+// bool reads a bool field.
+func (r *reader) bool(name string, dst *bool) {
+	if v, ok := r.varint(name); ok {
+		*dst = v != 0
 	}
-	return r.bytesSlow(name, num, typ)
 }
 
-func (r *reader) bytesSlow(name string, num protowire.Number, typ protowire.Type) ([]byte, *malformedError) {
-	if typ != protowire.BytesType {
-		return nil, wrongType(name, num, typ, protowire.BytesType)
+// float32 reads a float field.
+func (r *reader) float32(name string, dst *float32) {
+	if v, ok := r.fixed32(name); ok {
+		*dst = math.Float32frombits(v)
+	}
+}
+
+// string reads a string field, which must be UTF-8 unless the reader is
+// lax. A lax reader does not keep it either: keeping it would allocate.
+func (r *reader) string(name string, dst *string) {
+	num := r.num
+	v, ok := r.bytes(name)
+	if !ok || r.lax {
+		return
+	}
+	if !utf8.Valid(v) {
+		r.fail(&malformedError{path: name, num: num, msg: "invalid UTF-8"})
+		return
+	}
+	*dst = string(v)
+}
+
+// message reads a message field: decode must be a decoder's loop over r,
+// which message runs with r pointed at the nested message. A message that
+// occurs more than once is decoded each time into the same destination,
+// which merges the occurrences, as protobuf does.
+func (r *reader) message(name string, decode func()) {
+	r.nested(name, -1, decode)
+}
+
+// element reads an element of a repeated message field, the i-th so far,
+// which errors name name[i].
+func (r *reader) element(name string, i int, decode func()) {
+	r.nested(name, i, decode)
+}
+
+func (r *reader) nested(name string, i int, decode func()) {
+	start, end := 1, 0
+	if r.typ == protowire.BytesType && len(r.b) > 0 && r.b[0] < 0x80 && int(r.b[0]) < len(r.b) {
+		end = 1 + int(r.b[0])
+	} else {
+		var ok bool
+		if start, end, ok = r.lengthSlow(name); !ok {
+			return
+		}
+	}
+	// The reader is pointed at the nested message, and back past it, by
+	// reslicing r.b in place, never by storing another slice in it: escape
+	// analysis takes such a store for a leak of the blob to the heap, which
+	// would cost DecodeTaskTimes an allocation when its caller's buffer is
+	// on the stack. The nested message's slice keeps the capacity that runs
+	// on over the rest of this one, so the rest is got back by reslicing the
+	// empty slice the nested loop ends with.
+	rest := len(r.b) - end
+	r.b = r.b[start:end]
+	decode()
+	if *r.err != nil {
+		if i >= 0 {
+			name += "[" + strconv.Itoa(i) + "]"
+		}
+		(*r.err).within(name)
+		return
+	}
+	r.b = r.b[:rest]
+}
+
+// lengthSlow reads the length prefix of a length-delimited field without
+// consuming anything: the value is r.b[start:end].
+func (r *reader) lengthSlow(name string) (start, end int, ok bool) {
+	if r.typ != protowire.BytesType {
+		r.fail(wrongType(name, r.num, r.typ, protowire.BytesType))
+		return 0, 0, false
 	}
 	v, n := protowire.ConsumeBytes(r.b)
 	if n < 0 {
-		return nil, &malformedError{path: name, num: num, msg: protowire.ParseError(n).Error()}
+		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
+		return 0, 0, false
+	}
+	return n - len(v), n, true
+}
+
+// The raw reads, under the helpers: each checks the wire type of the
+// current field and consumes its value, or fails and reports false.
+
+func (r *reader) varint(name string) (uint64, bool) {
+	if r.typ == protowire.VarintType && len(r.b) > 0 && r.b[0] < 0x80 {
+		v := uint64(r.b[0])
+		r.b = r.b[1:]
+		return v, true
+	}
+	return r.varintSlow(name)
+}
+
+func (r *reader) varintSlow(name string) (uint64, bool) {
+	if r.typ != protowire.VarintType {
+		r.fail(wrongType(name, r.num, r.typ, protowire.VarintType))
+		return 0, false
+	}
+	v, n := protowire.ConsumeVarint(r.b)
+	if n < 0 {
+		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
+		return 0, false
 	}
 	r.b = r.b[n:]
-	return v, nil
+	return v, true
 }
 
-// string consumes a string field; the result aliases the blob. It checks
-// that the string is UTF-8 only if asked to: the check costs more than the
-// rest of DecodeTaskTimes, which ignores strings.
-func (r *reader) string(name string, num protowire.Number, typ protowire.Type, check bool) ([]byte, *malformedError) {
-	v, err := r.bytes(name, num, typ)
-	if err != nil {
-		return nil, err
+// bytes reads a length-delimited value; the result aliases the blob.
+func (r *reader) bytes(name string) ([]byte, bool) {
+	if r.typ == protowire.BytesType && len(r.b) > 0 && r.b[0] < 0x80 && int(r.b[0]) < len(r.b) {
+		n := 1 + int(r.b[0])
+		v := r.b[1:n:n]
+		r.b = r.b[n:]
+		return v, true
 	}
-	if check && !utf8.Valid(v) {
-		return nil, &malformedError{path: name, num: num, msg: "invalid UTF-8"}
-	}
-	return v, nil
+	return r.bytesSlow(name)
 }
 
-func (r *reader) fixed32(name string, num protowire.Number, typ protowire.Type) (uint32, *malformedError) {
-	if typ != protowire.Fixed32Type {
-		return 0, wrongType(name, num, typ, protowire.Fixed32Type)
+func (r *reader) bytesSlow(name string) ([]byte, bool) {
+	if r.typ != protowire.BytesType {
+		r.fail(wrongType(name, r.num, r.typ, protowire.BytesType))
+		return nil, false
+	}
+	v, n := protowire.ConsumeBytes(r.b)
+	if n < 0 {
+		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
+		return nil, false
+	}
+	r.b = r.b[n:]
+	return v, true
+}
+
+func (r *reader) fixed32(name string) (uint32, bool) {
+	if r.typ != protowire.Fixed32Type {
+		r.fail(wrongType(name, r.num, r.typ, protowire.Fixed32Type))
+		return 0, false
 	}
 	v, n := protowire.ConsumeFixed32(r.b)
 	if n < 0 {
-		return 0, &malformedError{path: name, num: num, msg: protowire.ParseError(n).Error()}
+		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
+		return 0, false
 	}
 	r.b = r.b[n:]
-	return v, nil
+	return v, true
 }
 
 func wrongType(name string, num protowire.Number, got, want protowire.Type) *malformedError {
