@@ -697,7 +697,7 @@ func BenchmarkDecodeTaskQueueInfo(b *testing.B) {
 }
 
 func BenchmarkQueueID(b *testing.B) {
-	ns, _ := ParseNamespaceID(specNS)
+	ns, _ := ParseNamespaceID(exampleNS)
 	buf := make([]byte, 0, 64)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -42,7 +42,7 @@ func TestSubqueueID(t *testing.T) {
 // CandidateParents finds the row id and subqueue back, for ids whose
 // uvarints take one to three bytes.
 func TestSubqueueIDQueueID(t *testing.T) {
-	ns := mustNS(t, specNS)
+	ns := mustNS(t, exampleNS)
 	for _, q := range []struct {
 		name string
 		typ  TaskType
@@ -72,7 +72,7 @@ func TestSubqueueIDQueueID(t *testing.T) {
 }
 
 func TestSubqueueIDCopies(t *testing.T) {
-	row := QueueID(mustNS(t, specNS), "my-tq", TaskTypeWorkflow, 0)
+	row := QueueID(mustNS(t, exampleNS), "my-tq", TaskTypeWorkflow, 0)
 	orig := slices.Clone(row)
 	for _, k := range []int{0, 1} {
 		got := SubqueueID(row, k)
@@ -84,7 +84,7 @@ func TestSubqueueIDCopies(t *testing.T) {
 }
 
 func TestSubqueueIDPanics(t *testing.T) {
-	row := QueueID(mustNS(t, specNS), "my-tq", TaskTypeWorkflow, 0)
+	row := QueueID(mustNS(t, exampleNS), "my-tq", TaskTypeWorkflow, 0)
 	for _, tt := range []struct {
 		what string
 		row  []byte
@@ -106,7 +106,7 @@ func TestSubqueueIDPanics(t *testing.T) {
 }
 
 func TestSubqueues(t *testing.T) {
-	row := QueueID(mustNS(t, specNS), "my-tq", TaskTypeActivity, 0)
+	row := QueueID(mustNS(t, exampleNS), "my-tq", TaskTypeActivity, 0)
 	// Not RangeHash(row): subqueue 0 must take the row's hash as given.
 	const rowHash = 12345
 
