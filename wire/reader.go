@@ -238,13 +238,11 @@ func (r *reader) nested(name string, i int, decode func()) {
 // lengthSlow reads the length prefix of a length-delimited field without
 // consuming anything: the value is r.b[start:end].
 func (r *reader) lengthSlow(name string) (start, end int, ok bool) {
-	if r.typ != protowire.BytesType {
-		r.fail(wrongType(name, r.num, r.typ, protowire.BytesType))
+	if !r.is(name, protowire.BytesType) {
 		return 0, 0, false
 	}
 	v, n := protowire.ConsumeBytes(r.b)
-	if n < 0 {
-		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
+	if !r.valid(name, n) {
 		return 0, 0, false
 	}
 	return n - len(v), n, true
@@ -263,17 +261,11 @@ func (r *reader) varint(name string) (uint64, bool) {
 }
 
 func (r *reader) varintSlow(name string) (uint64, bool) {
-	if r.typ != protowire.VarintType {
-		r.fail(wrongType(name, r.num, r.typ, protowire.VarintType))
+	if !r.is(name, protowire.VarintType) {
 		return 0, false
 	}
 	v, n := protowire.ConsumeVarint(r.b)
-	if n < 0 {
-		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
-		return 0, false
-	}
-	r.b = r.b[n:]
-	return v, true
+	return v, r.consume(name, n)
 }
 
 // bytes reads a length-delimited value; the result aliases the blob.
@@ -288,35 +280,49 @@ func (r *reader) bytes(name string) ([]byte, bool) {
 }
 
 func (r *reader) bytesSlow(name string) ([]byte, bool) {
-	if r.typ != protowire.BytesType {
-		r.fail(wrongType(name, r.num, r.typ, protowire.BytesType))
+	if !r.is(name, protowire.BytesType) {
 		return nil, false
 	}
 	v, n := protowire.ConsumeBytes(r.b)
-	if n < 0 {
-		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
-		return nil, false
-	}
-	r.b = r.b[n:]
-	return v, true
+	return v, r.consume(name, n)
 }
 
 func (r *reader) fixed32(name string) (uint32, bool) {
-	if r.typ != protowire.Fixed32Type {
-		r.fail(wrongType(name, r.num, r.typ, protowire.Fixed32Type))
+	if !r.is(name, protowire.Fixed32Type) {
 		return 0, false
 	}
 	v, n := protowire.ConsumeFixed32(r.b)
-	if n < 0 {
-		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
-		return 0, false
-	}
-	r.b = r.b[n:]
-	return v, true
+	return v, r.consume(name, n)
 }
 
-func wrongType(name string, num protowire.Number, got, want protowire.Type) *malformedError {
-	return &malformedError{path: name, num: num, msg: "wire type " + typeName(got) + ", want " + typeName(want)}
+// is reports whether the current field has the wire type want, and fails if
+// it has not.
+func (r *reader) is(name string, want protowire.Type) bool {
+	if r.typ != want {
+		r.fail(&malformedError{path: name, num: r.num, msg: "wire type " + typeName(r.typ) + ", want " + typeName(want)})
+		return false
+	}
+	return true
+}
+
+// valid reports whether n, what a protowire Consume function returned for
+// the current field's value, is a length, and fails if it is an error.
+func (r *reader) valid(name string, n int) bool {
+	if n < 0 {
+		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
+		return false
+	}
+	return true
+}
+
+// consume consumes the n bytes of the current field's value, n being what a
+// protowire Consume function returned for it, or fails if that is an error.
+func (r *reader) consume(name string, n int) bool {
+	if !r.valid(name, n) {
+		return false
+	}
+	r.b = r.b[n:]
+	return true
 }
 
 func typeName(t protowire.Type) string {
