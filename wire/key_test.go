@@ -134,17 +134,24 @@ func TestParseNamespaceID(t *testing.T) {
 	}
 }
 
+// exampleQueues are queues (of namespace exampleNS) whose row ids the key
+// tests build and take apart.
+var exampleQueues = []struct {
+	name string
+	typ  TaskType
+}{
+	{"my-tq", TaskTypeWorkflow},
+	{"my-tq", TaskTypeActivity},
+	{"/_sys/my-tq/1", TaskTypeActivity},
+	{"tq-é", TaskTypeNexus},
+	{"ключ", TaskTypeWorkflow}, // a name whose bytes look like uvarint bytes
+	{"", TaskTypeWorkflow},
+	{"", TaskTypeUnspecified},
+}
+
 func TestParseQueueRowID(t *testing.T) {
 	ns := mustNS(t, exampleNS)
-	for _, tt := range []struct {
-		name string
-		typ  TaskType
-	}{
-		{"my-tq", TaskTypeWorkflow},
-		{"/_sys/my-tq/1", TaskTypeActivity},
-		{"tq-é", TaskTypeNexus},
-		{"", TaskTypeWorkflow},
-	} {
+	for _, tt := range exampleQueues {
 		id := QueueID(ns, tt.name, tt.typ, 0)
 		gotNS, gotName, gotTyp, err := ParseQueueRowID(id)
 		if err != nil || gotNS != ns || gotName != tt.name || gotTyp != tt.typ {

@@ -43,16 +43,7 @@ func TestSubqueueID(t *testing.T) {
 // uvarints take one to three bytes.
 func TestSubqueueIDQueueID(t *testing.T) {
 	ns := mustNS(t, exampleNS)
-	for _, q := range []struct {
-		name string
-		typ  TaskType
-	}{
-		{"my-tq", TaskTypeWorkflow},
-		{"my-tq", TaskTypeActivity},
-		{"/_sys/my-tq/1", TaskTypeNexus},
-		{"ключ", TaskTypeWorkflow}, // a name whose bytes look like uvarint bytes
-		{"", TaskTypeUnspecified},
-	} {
+	for _, q := range exampleQueues {
 		row := QueueID(ns, q.name, q.typ, 0)
 		if _, name, typ, err := ParseQueueRowID(row); err != nil || name != q.name || typ != q.typ {
 			t.Fatalf("ParseQueueRowID(%x) = %q, %v, %v", row, name, typ, err)
