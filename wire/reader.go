@@ -296,23 +296,33 @@ func (r *reader) fixed32(name string) (uint32, bool) {
 }
 
 // is reports whether the current field has the wire type want, and fails if
-// it has not.
+// it has not. It is small enough to be inlined, so that the check costs the
+// common case, a multi-byte varint, no call.
 func (r *reader) is(name string, want protowire.Type) bool {
-	if r.typ != want {
-		r.fail(&malformedError{path: name, num: r.num, msg: "wire type " + typeName(r.typ) + ", want " + typeName(want)})
-		return false
+	if r.typ == want {
+		return true
 	}
-	return true
+	r.failType(name, want)
+	return false
+}
+
+func (r *reader) failType(name string, want protowire.Type) {
+	r.fail(&malformedError{path: name, num: r.num, msg: "wire type " + typeName(r.typ) + ", want " + typeName(want)})
 }
 
 // valid reports whether n, what a protowire Consume function returned for
-// the current field's value, is a length, and fails if it is an error.
+// the current field's value, is a length, and fails if it is an error. Like
+// is, it is small enough to be inlined.
 func (r *reader) valid(name string, n int) bool {
-	if n < 0 {
-		r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
-		return false
+	if n >= 0 {
+		return true
 	}
-	return true
+	r.failParse(name, n)
+	return false
+}
+
+func (r *reader) failParse(name string, n int) {
+	r.fail(&malformedError{path: name, num: r.num, msg: protowire.ParseError(n).Error()})
 }
 
 // consume consumes the n bytes of the current field's value, n being what a
