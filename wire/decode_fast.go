@@ -81,7 +81,8 @@ func fastTag(b []byte, i int) (protowire.Number, protowire.Type, bool) {
 	return protowire.Number(c >> 3), protowire.Type(c & 7), true
 }
 
-// fastTaskTimes is the fast path of decodeAllocatedTaskInfo(b, nil, tt).
+// fastTaskTimes is the fast path of decodeTaskTimes: decodeAllocatedTaskInfo
+// with a lax reader.
 func fastTaskTimes(b []byte, tt *taskTimes) bool {
 	for i := 0; i < len(b); {
 		num, typ, ok := fastTag(b, i)
@@ -115,7 +116,7 @@ func fastTaskTimes(b []byte, tt *taskTimes) bool {
 	return true
 }
 
-// fastTaskInfo is the fast path of decodeTaskInfo(b, nil, tt).
+// fastTaskInfo is the fast path of decodeTaskInfo with a lax reader.
 func fastTaskInfo(b []byte, tt *taskTimes) bool {
 	for i := 0; i < len(b); {
 		num, typ, ok := fastTag(b, i)
@@ -150,8 +151,8 @@ func fastTaskInfo(b []byte, tt *taskTimes) bool {
 			}
 			i = end
 		case 1, 2, 3, 4, 9:
-			// Strings (not checked for UTF-8, as in the general decoder
-			// with a nil TaskInfo) and varints.
+			// Strings (not checked for UTF-8, as the general decoder
+			// with a lax reader does not) and varints.
 			want := protowire.BytesType
 			if num == 4 || num == 9 {
 				want = protowire.VarintType
@@ -201,7 +202,7 @@ func fastTimestamp(b []byte, ts *timestamp) bool {
 	return true
 }
 
-// fastPriority is the fast path of decodePriority(b, nil).
+// fastPriority is the fast path of decodePriority with a lax reader.
 func fastPriority(b []byte) bool {
 	for i := 0; i < len(b); {
 		num, typ, ok := fastTag(b, i)
