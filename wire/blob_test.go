@@ -12,23 +12,26 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Blob test vectors of the spec, section 3.
+// Two blobs written out byte by byte: a task_queues row of the queue my-tq
+// and a tasks row of one of its tasks. They are what proto.Marshal writes for
+// these messages: TestRoundTrip holds the encoders to proto.Marshal, and
+// TestExampleBlobs holds them to these bytes.
 const (
-	specTaskQueueInfoHex     = "0a2433323034396236382d373837322d343039342d386536332d64306464353938393661383312056d792d7471180120013a060880e2cfaa06"
-	specAllocatedTaskInfoHex = "0a450a2433323034396236382d373837322d343039342d386536332d643064643539383936613833120477662d311a0572756e2d3120052a060880e2cfaa06320608bce2cfaa0610a18d06"
+	exampleTaskQueueInfoHex     = "0a2433323034396236382d373837322d343039342d386536332d64306464353938393661383312056d792d7471180120013a060880e2cfaa06"
+	exampleAllocatedTaskInfoHex = "0a450a2433323034396236382d373837322d343039342d386536332d643064643539383936613833120477662d311a0572756e2d3120052a060880e2cfaa06320608bce2cfaa0610a18d06"
 )
 
 var (
-	specTaskQueueInfo = TaskQueueInfo{
-		NamespaceID:    specNS,
+	exampleTaskQueueInfo = TaskQueueInfo{
+		NamespaceID:    exampleNS,
 		Name:           "my-tq",
 		TaskType:       TaskTypeWorkflow,
 		Kind:           KindNormal,
 		LastUpdateTime: time.Unix(1700000000, 0).UTC(),
 	}
-	specAllocatedTaskInfo = AllocatedTaskInfo{
+	exampleAllocatedTaskInfo = AllocatedTaskInfo{
 		Data: TaskInfo{
-			NamespaceID:      specNS,
+			NamespaceID:      exampleNS,
 			WorkflowID:       "wf-1",
 			RunID:            "run-1",
 			ScheduledEventID: 5,
@@ -39,36 +42,36 @@ var (
 	}
 )
 
-func TestSpecVectors(t *testing.T) {
-	qb := unhexString(t, specTaskQueueInfoHex)
-	if got := EncodeTaskQueueInfo(specTaskQueueInfo); !bytes.Equal(got, qb) {
-		t.Errorf("EncodeTaskQueueInfo(spec) =\n %x\nwant\n %x", got, qb)
+func TestExampleBlobs(t *testing.T) {
+	qb := unhexString(t, exampleTaskQueueInfoHex)
+	if got := EncodeTaskQueueInfo(exampleTaskQueueInfo); !bytes.Equal(got, qb) {
+		t.Errorf("EncodeTaskQueueInfo(example) =\n %x\nwant\n %x", got, qb)
 	}
 	q, err := DecodeTaskQueueInfo(EncodingProto3, qb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalQueue(q, specTaskQueueInfo) {
-		t.Errorf("DecodeTaskQueueInfo(spec) = %+v, want %+v", q, specTaskQueueInfo)
+	if !equalQueue(q, exampleTaskQueueInfo) {
+		t.Errorf("DecodeTaskQueueInfo(example) = %+v, want %+v", q, exampleTaskQueueInfo)
 	}
 
-	tb := unhexString(t, specAllocatedTaskInfoHex)
-	if got := EncodeAllocatedTaskInfo(specAllocatedTaskInfo); !bytes.Equal(got, tb) {
-		t.Errorf("EncodeAllocatedTaskInfo(spec) =\n %x\nwant\n %x", got, tb)
+	tb := unhexString(t, exampleAllocatedTaskInfoHex)
+	if got := EncodeAllocatedTaskInfo(exampleAllocatedTaskInfo); !bytes.Equal(got, tb) {
+		t.Errorf("EncodeAllocatedTaskInfo(example) =\n %x\nwant\n %x", got, tb)
 	}
 	task, err := DecodeAllocatedTaskInfo("ENCODING_TYPE_PROTO3", tb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalTask(task, specAllocatedTaskInfo) {
-		t.Errorf("DecodeAllocatedTaskInfo(spec) = %+v, want %+v", task, specAllocatedTaskInfo)
+	if !equalTask(task, exampleAllocatedTaskInfo) {
+		t.Errorf("DecodeAllocatedTaskInfo(example) = %+v, want %+v", task, exampleAllocatedTaskInfo)
 	}
 	times, err := DecodeTaskTimes(EncodingProto3, tb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !times.CreateTime.Equal(time.Unix(1700000000, 0)) || !times.ExpiryTime.Equal(time.Unix(1700000060, 0)) {
-		t.Errorf("DecodeTaskTimes(spec) = %+v", times)
+		t.Errorf("DecodeTaskTimes(example) = %+v", times)
 	}
 }
 
@@ -100,7 +103,7 @@ func equalTask(a, b AllocatedTaskInfo) bool {
 
 var roundTripQueues = []TaskQueueInfo{
 	{},
-	specTaskQueueInfo,
+	exampleTaskQueueInfo,
 	{
 		NamespaceID:             "01a22c88-cc61-7e51-8943-ea4d7b47625a",
 		Name:                    "vm:392101b3-c352-4ac4-b283-09723c08ce5e",
@@ -143,7 +146,7 @@ var roundTripQueues = []TaskQueueInfo{
 
 var roundTripTasks = []AllocatedTaskInfo{
 	{},
-	specAllocatedTaskInfo,
+	exampleAllocatedTaskInfo,
 	{
 		Data: TaskInfo{
 			NamespaceID:      "01a22c95-56e8-791a-a2b4-bd3eb352eb92",
@@ -276,7 +279,7 @@ func TestDecodeProtobufRules(t *testing.T) {
 }
 
 func TestUnknownEncoding(t *testing.T) {
-	b := unhexString(t, specAllocatedTaskInfoHex)
+	b := unhexString(t, exampleAllocatedTaskInfoHex)
 	for _, enc := range []string{"Json", "ENCODING_TYPE_JSON", "", "proto3", "PROTO3", "Proto3 ", "ENCODING_TYPE_UNSPECIFIED"} {
 		for name, err := range map[string]error{
 			"CheckEncoding":           CheckEncoding(enc),
@@ -303,8 +306,8 @@ func TestUnknownEncoding(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 func TestMalformed(t *testing.T) {
-	queue := unhexString(t, specTaskQueueInfoHex)
-	task := unhexString(t, specAllocatedTaskInfoHex)
+	queue := unhexString(t, exampleTaskQueueInfoHex)
+	task := unhexString(t, exampleAllocatedTaskInfoHex)
 	tests := []struct {
 		what  string
 		queue bool // TaskQueueInfo, else AllocatedTaskInfo
@@ -390,8 +393,8 @@ func TestTruncations(t *testing.T) {
 			}
 		}
 	}
-	// The data field of the spec vector cut inside: malformed, not a panic.
-	b := unhexString(t, specAllocatedTaskInfoHex)
+	// The data field of the example task cut inside: malformed, not a panic.
+	b := unhexString(t, exampleAllocatedTaskInfoHex)
 	if _, err := DecodeTaskTimes(EncodingProto3, b[:len(b)-5]); !errors.Is(err, ErrMalformed) {
 		t.Errorf("DecodeTaskTimes(cut) = %v, want ErrMalformed", err)
 	}
@@ -440,8 +443,8 @@ func TestExpired(t *testing.T) {
 // agrees with DecodeAllocatedTaskInfo, that whatever decodes agrees with
 // protobuf-go, and that encoding what was decoded is stable.
 func FuzzDecode(f *testing.F) {
-	f.Add(unhexString(f, specTaskQueueInfoHex))
-	f.Add(unhexString(f, specAllocatedTaskInfoHex))
+	f.Add(unhexString(f, exampleTaskQueueInfoHex))
+	f.Add(unhexString(f, exampleAllocatedTaskInfoHex))
 	for _, q := range roundTripQueues {
 		f.Add(EncodeTaskQueueInfo(q))
 	}
@@ -495,4 +498,51 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("encoding is not stable: %x then %x", enc, enc2)
 		}
 	})
+}
+
+// TestDecodeTaskTimesAllocs checks that DecodeTaskTimes allocates nothing,
+// on its fast path and on the general decoder it falls back to, and that it
+// does not make its caller's buffer escape: the blob is copied into an array
+// on the stack of each run, which would be a heap allocation if it escaped.
+func TestDecodeTaskTimesAllocs(t *testing.T) {
+	task := EncodeAllocatedTaskInfo(roundTripTasks[2])
+	tag := func(b []byte, num protowire.Number, typ protowire.Type) []byte {
+		return protowire.AppendTag(b, num, typ)
+	}
+	data := func(inner []byte) []byte {
+		return append(protowire.AppendBytes(tag(nil, 1, protowire.BytesType), inner), task...)
+	}
+	tests := []struct {
+		what string
+		b    []byte
+		fast bool // the fast path decodes it
+	}{
+		{"task", task, true},
+		{"two-byte tag", protowire.AppendVarint(tag(task, 16, protowire.VarintType), 1), false},
+		{"ten-byte varint", protowire.AppendVarint(tag(task, 2, protowire.VarintType), math.MaxUint64), false},
+		{"group in data", data(tag(tag(nil, 11, protowire.StartGroupType), 11, protowire.EndGroupType)), false},
+		{"two-byte tag in priority", data(protowire.AppendBytes(tag(nil, 10, protowire.BytesType), protowire.AppendVarint(tag(nil, 20, protowire.VarintType), 1))), false},
+	}
+	for _, tt := range tests {
+		var times taskTimes
+		if got := fastTaskTimes(tt.b, &times); got != tt.fast {
+			t.Errorf("%s: fastTaskTimes = %v, want %v", tt.what, got, tt.fast)
+		}
+		want, err := DecodeAllocatedTaskInfo(EncodingProto3, tt.b)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.what, err)
+		}
+		var got TaskTimes
+		allocs := testing.AllocsPerRun(100, func() {
+			var buf [256]byte
+			n := copy(buf[:], tt.b)
+			got, err = DecodeTaskTimes(EncodingProto3, buf[:n])
+		})
+		if err != nil || got.CreateTime != want.Data.CreateTime || got.ExpiryTime != want.Data.ExpiryTime {
+			t.Errorf("%s: DecodeTaskTimes = %+v, %v; want the times of %+v", tt.what, got, err, want.Data)
+		}
+		if allocs != 0 {
+			t.Errorf("%s: DecodeTaskTimes allocates %v times a call, want 0", tt.what, allocs)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	_ "modernc.org/sqlite"
 
 	"github.com/tqscavenger/tqscavenger/internal/fixture"
@@ -638,6 +639,28 @@ func BenchmarkDecodeTaskTimes(b *testing.B) {
 	if blob == nil {
 		b.Fatal("no tasks_v2 example in the manifest")
 	}
+	benchmarkDecodeTaskTimes(b, blob)
+}
+
+// BenchmarkDecodeTaskTimesGeneral decodes a task blob that the fast path of
+// DecodeTaskTimes hands over to the general decoder: it has a field with a
+// two-byte tag, as a field numbered 16 or more that a later Temporal adds to
+// TaskInfo would have.
+func BenchmarkDecodeTaskTimesGeneral(b *testing.B) {
+	task := EncodeAllocatedTaskInfo(roundTripTasks[2])
+	_, _, n := protowire.ConsumeTag(task)
+	data, m := protowire.ConsumeBytes(task[n:])
+	data = data[:len(data):len(data)] // appending must not overwrite task
+	data = protowire.AppendVarint(protowire.AppendTag(data, 16, protowire.VarintType), 1)
+	blob := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), data)
+	blob = append(blob, task[n+m:]...)
+	if fastTaskTimes(blob, &taskTimes{}) {
+		b.Fatal("the fast path decodes the blob")
+	}
+	benchmarkDecodeTaskTimes(b, blob)
+}
+
+func benchmarkDecodeTaskTimes(b *testing.B, blob []byte) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(blob)))
 	for b.Loop() {
@@ -671,7 +694,7 @@ func BenchmarkDecodeTaskQueueInfo(b *testing.B) {
 }
 
 func BenchmarkQueueID(b *testing.B) {
-	ns, _ := ParseNamespaceID(specNS)
+	ns, _ := ParseNamespaceID(exampleNS)
 	buf := make([]byte, 0, 64)
 	b.ReportAllocs()
 	for b.Loop() {

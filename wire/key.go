@@ -149,11 +149,18 @@ func AppendQueueID(dst []byte, ns NamespaceID, name string, typ TaskType, subque
 	}
 	dst = append(dst, ns[:]...)
 	dst = append(dst, name...)
-	if subqueue == 0 {
-		return append(dst, byte(typ))
+	return appendSubqueue(dst, byte(typ), subqueue)
+}
+
+// appendSubqueue appends the end of a task_queue_id, which tells its
+// subqueue k >= 0: the type byte typ for k = 0, or typ|subqueueFlag and the
+// uvarint of k.
+func appendSubqueue(dst []byte, typ byte, k int) []byte {
+	if k == 0 {
+		return append(dst, typ)
 	}
-	dst = append(dst, byte(typ)|subqueueFlag)
-	return binary.AppendUvarint(dst, uint64(subqueue))
+	dst = append(dst, typ|subqueueFlag)
+	return binary.AppendUvarint(dst, uint64(k))
 }
 
 // RangeHash returns the range_hash column for a task_queue_id: its farm

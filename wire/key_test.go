@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-const specNS = "32049b68-7872-4094-8e63-d0dd59896a83"
+const exampleNS = "32049b68-7872-4094-8e63-d0dd59896a83"
 
 func mustNS(t testing.TB, s string) NamespaceID {
 	t.Helper()
@@ -30,8 +30,11 @@ func unhexString(t testing.TB, s string) []byte {
 	return b
 }
 
-// TestQueueIDSpecVectors checks the key table of the spec, section 2.
-func TestQueueIDSpecVectors(t *testing.T) {
+// TestQueueIDExamples checks QueueID and RangeHash on fixed ids: both task
+// types, subqueues whose uvarints take one and two bytes, and a partition's
+// name. TestFixtures checks the same layout against the ids in databases that
+// Temporal wrote.
+func TestQueueIDExamples(t *testing.T) {
 	const nsHex = "32049b68787240948e63d0dd59896a83"
 	tests := []struct {
 		name     string
@@ -47,7 +50,7 @@ func TestQueueIDSpecVectors(t *testing.T) {
 		{"my-tq", TaskTypeWorkflow, 200, "6d792d7471 81 c801", 347841311},
 		{"/_sys/my-tq/1", TaskTypeWorkflow, 0, "2f5f7379732f6d792d74712f31 01", 1041734460},
 	}
-	ns := mustNS(t, specNS)
+	ns := mustNS(t, exampleNS)
 	for _, tt := range tests {
 		want := unhexString(t, nsHex+tt.id)
 		got := QueueID(ns, tt.name, tt.typ, tt.subqueue)
@@ -79,7 +82,7 @@ func TestRangeHashFingerprint32(t *testing.T) {
 }
 
 func TestQueueIDPanics(t *testing.T) {
-	ns := mustNS(t, specNS)
+	ns := mustNS(t, exampleNS)
 	for _, tt := range []struct {
 		typ      TaskType
 		subqueue int
@@ -107,8 +110,8 @@ func TestParseNamespaceID(t *testing.T) {
 	if want := unhexString(t, "32049b68787240948e63d0dd59896a83"); !bytes.Equal(ns[:], want) {
 		t.Errorf("bytes = %x, want %x", ns[:], want)
 	}
-	if got := ns.String(); got != specNS {
-		t.Errorf("String() = %q, want %q", got, specNS)
+	if got := ns.String(); got != exampleNS {
+		t.Errorf("String() = %q, want %q", got, exampleNS)
 	}
 	for _, bad := range []string{
 		"",
@@ -131,17 +134,24 @@ func TestParseNamespaceID(t *testing.T) {
 	}
 }
 
+// exampleQueues are queues (of namespace exampleNS) whose row ids the key
+// tests build and take apart.
+var exampleQueues = []struct {
+	name string
+	typ  TaskType
+}{
+	{"my-tq", TaskTypeWorkflow},
+	{"my-tq", TaskTypeActivity},
+	{"/_sys/my-tq/1", TaskTypeActivity},
+	{"tq-é", TaskTypeNexus},
+	{"ключ", TaskTypeWorkflow}, // a name whose bytes look like uvarint bytes
+	{"", TaskTypeWorkflow},
+	{"", TaskTypeUnspecified},
+}
+
 func TestParseQueueRowID(t *testing.T) {
-	ns := mustNS(t, specNS)
-	for _, tt := range []struct {
-		name string
-		typ  TaskType
-	}{
-		{"my-tq", TaskTypeWorkflow},
-		{"/_sys/my-tq/1", TaskTypeActivity},
-		{"tq-é", TaskTypeNexus},
-		{"", TaskTypeWorkflow},
-	} {
+	ns := mustNS(t, exampleNS)
+	for _, tt := range exampleQueues {
 		id := QueueID(ns, tt.name, tt.typ, 0)
 		gotNS, gotName, gotTyp, err := ParseQueueRowID(id)
 		if err != nil || gotNS != ns || gotName != tt.name || gotTyp != tt.typ {
@@ -164,7 +174,7 @@ func TestParseQueueRowID(t *testing.T) {
 }
 
 func TestCandidateParents(t *testing.T) {
-	ns := mustNS(t, specNS)
+	ns := mustNS(t, exampleNS)
 	id := func(name string, typ TaskType, k int) []byte { return QueueID(ns, name, typ, k) }
 	raw := func(name string, tail ...byte) []byte { return append(append(ns[:], name...), tail...) }
 	tests := []struct {
