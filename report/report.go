@@ -170,14 +170,14 @@ func (w *walker) queues(ctx context.Context) error {
 func (w *walker) queue(ctx context.Context, q store.QueueRow) error {
 	w.count(q.ID, func(c *Counts) { c.Queues++ })
 	info, err := wire.DecodeTaskQueueInfo(q.Encoding, q.Data)
-	subs := []scavenger.Subqueue{{Key: q.QueueKey}}
+	subs := []wire.Subqueue{{ID: q.ID, RangeHash: q.RangeHash}}
 	if err != nil {
 		w.count(q.ID, func(c *Counts) { c.BadRows++ })
 	} else {
 		if w.o.Now.Sub(info.LastUpdateTime) >= w.o.Grace {
 			w.count(q.ID, func(c *Counts) { c.IdleQueues++ })
 		}
-		subs = scavenger.Subqueues(w.t, q.QueueKey, info)
+		subs = wire.Subqueues(q.ID, q.RangeHash, info, w.t == store.V2)
 	}
 	for k, sq := range subs {
 		if err := w.tasks(ctx, q.ID, sq, k > 0, false); err != nil {
@@ -188,16 +188,18 @@ func (w *walker) queue(ctx context.Context, q store.QueueRow) error {
 }
 
 // tasks counts the tasks of one subqueue (or orphaned task_queue_id).
-func (w *walker) tasks(ctx context.Context, nsID []byte, sq scavenger.Subqueue, inSub, orphan bool) error {
+func (w *walker) tasks(ctx context.Context, nsID []byte, sq wire.Subqueue, inSub, orphan bool) error {
 	var after *store.TaskKey
+	key := store.QueueKey{RangeHash: sq.RangeHash, ID: sq.ID}
+	ack := store.TaskKey{Pass: sq.Ack.Pass, ID: sq.Ack.TaskID}
 	for {
-		tasks, err := w.st.ReadTasks(ctx, w.t, sq.Key, after, w.o.PageSize)
+		tasks, err := w.st.ReadTasks(ctx, w.t, key, after, w.o.PageSize)
 		if err != nil {
 			return err
 		}
 		for _, task := range tasks {
 			tt, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
-			below := sq.HasAck && !sq.Ack.Less(task.Key)
+			below := sq.HasAck && !ack.Less(task.Key)
 			w.count(nsID, func(c *Counts) {
 				c.Tasks++
 				switch {
@@ -250,7 +252,7 @@ func (w *walker) orphans(ctx context.Context) error {
 				return err
 			}
 			if orphan {
-				if err := w.tasks(ctx, ref.ID, scavenger.Subqueue{Key: ref.QueueKey}, false, true); err != nil {
+				if err := w.tasks(ctx, ref.ID, wire.Subqueue{ID: ref.ID, RangeHash: ref.RangeHash}, false, true); err != nil {
 					return err
 				}
 			}

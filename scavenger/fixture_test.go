@@ -233,9 +233,10 @@ func v2HoldsTasks(t *testing.T, path string, after dbRows, k string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sq := range scavenger.Subqueues(store.V2, row.QueueKey, info) {
+	for _, sq := range wire.Subqueues(row.ID, row.RangeHash, info, true) {
+		key := store.QueueKey{RangeHash: sq.RangeHash, ID: sq.ID}
 		for _, r := range after["tasks_v2"] {
-			if r.queue == sq.Key.String() {
+			if r.queue == key.String() {
 				return true
 			}
 		}

@@ -30,7 +30,7 @@ type queueJob struct {
 	// key is the row's own) are still scavenged; the row is kept.
 	badBlob bool
 
-	subs []Subqueue
+	subs []subqueue
 	// si is the subqueue being walked, cursor the last task examined in
 	// it, so a deferred job resumes where it stopped.
 	si       int
@@ -43,14 +43,28 @@ type queueJob struct {
 	examined, deleted int
 }
 
-// Subqueue is one entry of a queue row's subqueues list: the key of its
-// tasks and its persisted ack level.
-type Subqueue struct {
+// subqueue is one subqueue of a queue row, as a pass uses it: the key of
+// its tasks and its persisted ack level (wire owns the layout).
+type subqueue struct {
 	Key store.QueueKey
 	// Ack is the ack level: every task at or below it was dispatched.
 	// HasAck is false when none is recorded.
 	Ack    store.TaskKey
 	HasAck bool
+}
+
+// subqueuesOf lists the subqueues of the queue row key of table t.
+func subqueuesOf(t store.Table, key store.QueueKey, info wire.TaskQueueInfo) []subqueue {
+	ws := wire.Subqueues(key.ID, key.RangeHash, info, t == store.V2)
+	out := make([]subqueue, len(ws))
+	for i, w := range ws {
+		out[i] = subqueue{
+			Key:    store.QueueKey{RangeHash: w.RangeHash, ID: w.ID},
+			Ack:    store.TaskKey{Pass: w.Ack.Pass, ID: w.Ack.TaskID},
+			HasAck: w.HasAck,
+		}
+	}
+	return out
 }
 
 func (p *pass) newQueueJob(t store.Table, r store.QueueRow) *queueJob {
@@ -64,62 +78,17 @@ func (p *pass) newQueueJob(t store.Table, r store.QueueRow) *queueJob {
 		if _, name, _, perr := wire.ParseQueueRowID(r.ID); perr == nil {
 			j.name = name
 		}
-		j.subs = []Subqueue{{Key: r.QueueKey}}
+		j.subs = []subqueue{{Key: r.QueueKey}}
 		return j
 	}
 	j.name = info.Name
 	j.lastUpdate = info.LastUpdateTime
 	j.otherHasTasks = info.OtherHasTasks
-	j.subs = Subqueues(t, r.QueueKey, info)
+	j.subs = subqueuesOf(t, r.QueueKey, info)
 	if p.cfg.Compat == CompatTemporal {
 		j.subs = j.subs[:1]
 	}
 	return j
-}
-
-// Subqueues lists the subqueues of the queue row key of table t: subqueue k
-// is the k-th entry of the row's subqueues list (not its priority), its
-// task_queue_id computed forward from the row's id. A row without a list
-// (older servers) has subqueue 0 only.
-func Subqueues(t store.Table, key store.QueueKey, info wire.TaskQueueInfo) []Subqueue {
-	out := make([]Subqueue, max(len(info.Subqueues), 1))
-	out[0].Key = key
-	for k := range out {
-		if k > 0 {
-			id := subqueueID(key.ID, k)
-			out[k].Key = store.QueueKey{RangeHash: wire.RangeHash(id), ID: id}
-		}
-		switch {
-		case k < len(info.Subqueues) && t == store.V2:
-			sq := info.Subqueues[k]
-			out[k].Ack = store.TaskKey{Pass: sq.FairAckLevel.Pass, ID: sq.FairAckLevel.TaskID}
-			out[k].HasAck = sq.HasFairAckLevel
-		case k < len(info.Subqueues):
-			out[k].Ack = store.TaskKey{ID: info.Subqueues[k].AckLevel}
-			out[k].HasAck = info.Subqueues[k].AckLevel > 0
-		case t == store.V1:
-			// A row without a subqueues list (older servers): the top-level
-			// ack_level is subqueue 0's.
-			out[k].Ack = store.TaskKey{ID: info.AckLevel}
-			out[k].HasAck = info.AckLevel > 0
-		}
-	}
-	return out
-}
-
-// subqueueID derives subqueue k's task_queue_id from the queue row's id
-// (subqueue 0): the last byte is the task type, which becomes type|0x80
-// followed by uvarint(k).
-func subqueueID(rowID []byte, k int) []byte {
-	id := make([]byte, 0, len(rowID)+4)
-	id = append(id, rowID[:len(rowID)-1]...)
-	id = append(id, rowID[len(rowID)-1]|0x80)
-	for v := uint64(k); ; v >>= 7 {
-		if v < 0x80 {
-			return append(id, byte(v))
-		}
-		id = append(id, byte(v)|0x80)
-	}
 }
 
 // Run implements executor.Job.
@@ -190,7 +159,7 @@ func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 	case err == nil:
 		if info, derr := wire.DecodeTaskQueueInfo(row.Encoding, row.Data); derr != nil {
 			return true, nil // cannot tell: keep the row
-		} else if os := Subqueues(other, j.key, info); len(os) > len(subs) {
+		} else if os := subqueuesOf(other, j.key, info); len(os) > len(subs) {
 			subs = os
 		}
 	case !errors.Is(err, store.ErrNotFound):
@@ -210,7 +179,7 @@ func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 
 // walk scavenges one subqueue from the job's cursor until it is done
 // (finished) or the budget of tasks to examine is spent.
-func (j *queueJob) walk(ctx context.Context, sq Subqueue, budget *int) (finished bool, err error) {
+func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished bool, err error) {
 	p := j.p
 	for *budget > 0 {
 		var (
@@ -282,7 +251,7 @@ func (j *queueJob) walk(ctx context.Context, sq Subqueue, budget *int) (finished
 }
 
 // deletable reports whether a task may be deleted, and why.
-func (j *queueJob) deletable(sq Subqueue, task store.TaskRow, now time.Time) (Reason, bool) {
+func (j *queueJob) deletable(sq subqueue, task store.TaskRow, now time.Time) (Reason, bool) {
 	if j.expired(task, now) {
 		return ReasonExpired, true
 	}
