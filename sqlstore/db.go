@@ -45,8 +45,9 @@ type Options struct {
 	BusyTimeout time.Duration
 }
 
-// withDefaults returns o with its zero fields set to their defaults.
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with its zero fields set to their defaults: the
+// options a store runs with, which help texts read too.
+func (o Options) WithDefaults() Options {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 8
 	}
@@ -116,7 +117,7 @@ func OpenDSN(ctx context.Context, d DSN, opts Options) (*DB, error) {
 // timeout makes them take turns, but a long transaction on one makes the
 // store's writes wait for it, or fail once the busy timeout passes.
 func Connector(d DSN, opts Options) (driver.Connector, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	switch d.Engine {
 	case SQLite:
 		return newSQLiteConnector(d, opts)
@@ -164,7 +165,7 @@ func New(ctx context.Context, e Engine, c driver.Connector, opts Options) (*DB, 
 // newDB makes a store of engine e on c. A nil dsn means the caller built
 // c: the store learns its DSN from its connections.
 func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn *DSN) (*DB, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	s := &DB{dsn: DSN{Engine: e}, opts: opts, stmts: make(map[string]*sql.Stmt)}
 	if dsn != nil {
 		s.dsn = *dsn

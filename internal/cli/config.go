@@ -254,6 +254,8 @@ func withDefaults(settings []daemon.Setting, cfg scavenger.Config) []daemon.Sett
 		"retry-initial":   shortDuration(c.RetryInitial),
 		"retry-max":       shortDuration(c.RetryMax),
 		"slow-statement":  shortDuration(c.SlowStatement),
+		"retry-for":       shortDuration(c.RetryFor),
+		"max-conns":       strconv.Itoa(storeDefaults.MaxConns),
 		"protect":         strings.Join(c.ProtectedPrefixes, ","),
 	}
 	if c.Tables == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
 // The defaults shown in help are read from the configuration a pass runs
@@ -14,6 +15,7 @@ import (
 var (
 	defaults       = scavenger.Config{}.WithDefaults()
 	temporalConfig = scavenger.Config{Compat: scavenger.CompatTemporal}.WithDefaults()
+	storeDefaults  = sqlstore.Options{}.WithDefaults()
 )
 
 // byMode formats a knob's default in tqscavenger's mode and, where it

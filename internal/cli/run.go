@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
 	fs.DurationVar(&f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size "+byMode(defaults.SlowStatement, temporalConfig.SlowStatement))
 	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
-	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default 8; SQLite uses one)")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one)")
 	fs.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
 	fs.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
 	fs.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
