@@ -197,6 +197,15 @@ const (
 	OrphansNone OrphanPolicy = "none"
 )
 
+// orDefault returns v, or d where v is not positive: a zero knob means
+// its default.
+func orDefault[T int | time.Duration](v, d T) T {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
 // WithDefaults returns c with every zero field set to its default: the
 // configuration a pass runs with. Help texts and the configuration the
 // command prints read their defaults from here.
@@ -205,42 +214,18 @@ func (c Config) WithDefaults() Config {
 	if c.Compat == CompatTemporal {
 		workers, page, batch, perJob = TemporalWorkers, TemporalListPageSize, TemporalTaskBatchSize, TemporalTasksPerJob
 	}
-	if c.Workers <= 0 {
-		c.Workers = workers
-	}
-	if c.ListPageSize <= 0 {
-		c.ListPageSize = page
-	}
-	if c.TaskBatchSize <= 0 {
-		c.TaskBatchSize = batch
-	}
-	if c.TasksPerJob <= 0 {
-		c.TasksPerJob = perJob
-	}
-	if c.SlowStatement <= 0 {
-		c.SlowStatement = time.Second
-	}
-	if c.MaxDeferred <= 0 {
-		c.MaxDeferred = TemporalMaxDeferred
-	}
-	if c.Grace <= 0 {
-		c.Grace = TemporalGrace
-	}
-	if c.RetryInitial <= 0 {
-		c.RetryInitial = TemporalRetryInitial
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = TemporalRetryMax
-	}
-	if c.RetryFor <= 0 {
-		c.RetryFor = DefaultRetryFor
-	}
-	if c.LockCheckInterval <= 0 {
-		c.LockCheckInterval = DefaultLockCheckInterval
-	}
-	if c.LockCheckTimeout <= 0 {
-		c.LockCheckTimeout = DefaultLockCheckTimeout
-	}
+	c.Workers = orDefault(c.Workers, workers)
+	c.ListPageSize = orDefault(c.ListPageSize, page)
+	c.TaskBatchSize = orDefault(c.TaskBatchSize, batch)
+	c.TasksPerJob = orDefault(c.TasksPerJob, perJob)
+	c.SlowStatement = orDefault(c.SlowStatement, time.Second)
+	c.MaxDeferred = orDefault(c.MaxDeferred, TemporalMaxDeferred)
+	c.Grace = orDefault(c.Grace, TemporalGrace)
+	c.RetryInitial = orDefault(c.RetryInitial, TemporalRetryInitial)
+	c.RetryMax = orDefault(c.RetryMax, TemporalRetryMax)
+	c.RetryFor = orDefault(c.RetryFor, DefaultRetryFor)
+	c.LockCheckInterval = orDefault(c.LockCheckInterval, DefaultLockCheckInterval)
+	c.LockCheckTimeout = orDefault(c.LockCheckTimeout, DefaultLockCheckTimeout)
 	if c.ProtectedPrefixes == nil {
 		c.ProtectedPrefixes = []string{TemporalProtectedPrefix}
 	}

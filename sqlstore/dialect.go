@@ -126,19 +126,9 @@ func (b *builder) cmp(cols []string, vals []any, op string) *builder {
 }
 
 // Table names and the columns that order tasks, per table version.
-func queueTable(t store.Table) string {
-	if t == store.V2 {
-		return "task_queues_v2"
-	}
-	return "task_queues"
-}
+func queueTable(t store.Table) string { return t.QueueTable() }
 
-func taskTable(t store.Table) string {
-	if t == store.V2 {
-		return "tasks_v2"
-	}
-	return "tasks"
-}
+func taskTable(t store.Table) string { return t.TaskTable() }
 
 func taskCols(t store.Table) []string {
 	if t == store.V2 {

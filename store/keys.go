@@ -19,6 +19,22 @@ const (
 	V2 Table = 2
 )
 
+// QueueTable names the table version's queue table in Temporal's schema.
+func (t Table) QueueTable() string {
+	if t == V2 {
+		return "task_queues_v2"
+	}
+	return "task_queues"
+}
+
+// TaskTable names the table version's task table in Temporal's schema.
+func (t Table) TaskTable() string {
+	if t == V2 {
+		return "tasks_v2"
+	}
+	return "tasks"
+}
+
 // String returns "v1" or "v2".
 func (t Table) String() string {
 	switch t {

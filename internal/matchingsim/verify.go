@@ -467,19 +467,9 @@ func (v *verifier) lifetimes(q *queue) string {
 }
 
 // queueTable and taskTable name a table version's tables.
-func queueTable(t store.Table) string {
-	if t == store.V2 {
-		return "task_queues_v2"
-	}
-	return "task_queues"
-}
+func queueTable(t store.Table) string { return t.QueueTable() }
 
-func taskTable(t store.Table) string {
-	if t == store.V2 {
-		return "tasks_v2"
-	}
-	return "tasks"
-}
+func taskTable(t store.Table) string { return t.TaskTable() }
 
 func readQueues(ctx context.Context, db *sql.DB, t store.Table) (map[string]dbQueue, error) {
 	rows, err := db.QueryContext(ctx, "SELECT range_hash, task_queue_id, range_id, data, data_encoding FROM "+queueTable(t))
