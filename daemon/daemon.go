@@ -31,28 +31,30 @@ import (
 // Log messages an operator can grep for. They do not change between
 // releases; the details are in the attributes.
 const (
-	// MsgLockHeld: another replica (or a `tqscavenger run`) holds the lock;
-	// this replica tries again at its next scheduled pass.
+	// MsgLockHeld is logged when another replica (or a `tqscavenger run`)
+	// holds the lock; this replica tries again at its next scheduled pass.
 	MsgLockHeld = "lock held by another tqscavenger, skipping pass"
-	// MsgLockError: the lock could not be taken for another reason (the
-	// database is unreachable, say); the pass is skipped.
+	// MsgLockError is logged when the lock could not be taken for another
+	// reason (the database is unreachable, say); the pass is skipped.
 	MsgLockError = "cannot take the lock, skipping pass"
 	// MsgNextPass is logged after each pass (and at start) with the time
 	// of the next one.
 	MsgNextPass = "next pass scheduled"
-	// MsgMissed: a pass outlasted its interval; the passes it overlapped
-	// are skipped, not run back to back.
+	// MsgMissed is logged when a pass outlasted its interval; the passes
+	// it overlapped are skipped, not run back to back.
 	MsgMissed = "pass overran the schedule, skipping missed passes"
-	// MsgShuttingDown: the daemon's context ended (SIGTERM, SIGINT); no
-	// pass is started after it.
+	// MsgShuttingDown is logged when the daemon's context ended (SIGTERM,
+	// SIGINT); no pass is started after it.
 	MsgShuttingDown = "shutting down"
-	// MsgDraining: shutdown began during a pass; it takes no new work and
-	// its in-flight statements have until the shutdown timeout.
+	// MsgDraining is logged when shutdown began during a pass: it takes no
+	// new work, and its statements in flight have until the shutdown
+	// timeout.
 	MsgDraining = "shutting down: pass stops taking new work"
-	// MsgShutdownTimeout: in-flight statements were still running at the
-	// shutdown timeout and are being cancelled.
+	// MsgShutdownTimeout is logged when statements were still in flight
+	// at the shutdown timeout and are being cancelled.
 	MsgShutdownTimeout = "shutdown timeout reached, cancelling in-flight statements"
-	// MsgSchemaFailed: the schema check before a pass failed.
+	// MsgSchemaFailed is logged when the schema check before a pass
+	// failed.
 	MsgSchemaFailed = "schema check failed, pass not run"
 )
 

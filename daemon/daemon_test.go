@@ -146,10 +146,11 @@ func (l *logBuffer) logger() *slog.Logger {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// hookDB wraps a store so a test can hold a pass at a chosen statement,
-// and counts the statements a pass makes.
+// hookDB wraps a database so a test can hold a pass at a chosen
+// statement, and counts the statements a pass makes. It spells out every
+// method of daemon.DB, so a method added to the contract cannot bypass it.
 type hookDB struct {
-	*sqlstore.DB
+	DB *sqlstore.DB
 	// listQueues, readTasks (ReadTasks and ScanTasks: whichever a pass
 	// reads tasks with) and check run before the real call; a non-nil
 	// error is returned instead of it.
@@ -219,6 +220,17 @@ func (h *hookDB) ListTaskQueueIDs(ctx context.Context, t store.Table, after *sto
 func (h *hookDB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.QueueKey, parents []store.QueueKey, keys []store.TaskKey) (int64, error) {
 	h.calls.Add(1)
 	return h.DB.DeleteOrphanTasks(ctx, t, q, parents, keys)
+}
+
+var _ daemon.DB = (*hookDB)(nil)
+
+func (h *hookDB) Tables(ctx context.Context) ([]store.Table, error) {
+	h.calls.Add(1)
+	return h.DB.Tables(ctx)
+}
+
+func (h *hookDB) Lock(ctx context.Context, wait bool) (func() error, error) {
+	return h.DB.Lock(ctx, wait)
 }
 
 func (h *hookDB) Check(ctx context.Context) (store.SchemaInfo, error) {

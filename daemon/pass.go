@@ -103,7 +103,9 @@ func (d *Daemon) pass(ctx context.Context) {
 			case <-sctx.Done():
 			}
 		}()
-		sc.Shutdown(sctx)
+		if err := sc.Shutdown(sctx); err != nil {
+			log.Warn("shutdown cut the pass short", "err", err)
+		}
 		stop()
 		cancel()
 		r = <-done

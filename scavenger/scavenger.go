@@ -164,7 +164,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	ex.Stop()
 	st := s.Stats()
 	st.Elapsed = time.Since(st.Started)
-	st.Outcome, err = outcome(st, err, s.closed() && (err != nil || p.refused.Load() > 0), ctx)
+	st.Outcome, err = outcome(ctx, st, err, s.closed() && (err != nil || p.refused.Load() > 0))
 	switch st.Outcome {
 	case Interrupted:
 		log.Info("scavenger pass interrupted", "err", err, "elapsed", st.Elapsed,
@@ -183,7 +183,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 
 // outcome decides how a pass ended, and the error Run returns for it.
 // shutDown: Shutdown stopped work the pass had yet to do.
-func outcome(st Stats, err error, shutDown bool, ctx context.Context) (Outcome, error) {
+func outcome(ctx context.Context, st Stats, err error, shutDown bool) (Outcome, error) {
 	switch {
 	case shutDown:
 		return Interrupted, ErrShutdown

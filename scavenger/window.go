@@ -28,13 +28,8 @@ type windowJob struct {
 	size int
 }
 
-var minTaskKey = store.TaskKey{Pass: -1 << 63, ID: -1 << 63}
-
-// maxTaskKey positions a scan after every task of a queue.
-var maxTaskKey = store.TaskKey{Pass: 1<<63 - 1, ID: 1<<63 - 1}
-
 func (p *pass) newWindowJob(t store.Table, queues []*queueJob) *windowJob {
-	return &windowJob{p: p, table: t, queues: queues, pos: store.TaskPos{Queue: queues[0].key, Task: minTaskKey}}
+	return &windowJob{p: p, table: t, queues: queues, pos: store.TaskPos{Queue: queues[0].key, Task: store.MinTaskKey}}
 }
 
 // queueOf returns the window's queue with key k, or nil: a key between
@@ -124,7 +119,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		w.pos = store.TaskPos{Queue: last.Queue, Task: last.Key}
 		if skip {
 			// The rest of this queue is behind a live task, or not ours.
-			w.pos.Task = maxTaskKey
+			w.pos.Task = store.MaxTaskKey
 		}
 	}
 	return executor.Defer

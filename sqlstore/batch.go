@@ -74,10 +74,6 @@ func (s *DB) scanTasksSQL(t store.Table, after store.TaskPos, through store.Queu
 		w(" ORDER BY ", "range_hash, task_queue_id, ", orderBy(t), " LIMIT ").p(limit)
 }
 
-// MaxTaskKey is after every task key: a TaskPos with it skips the rest of
-// a queue.
-var MaxTaskKey = store.TaskKey{Pass: math.MaxInt64, ID: math.MaxInt64}
-
 // maxKeys bounds the keys of one set in one statement; a longer list is
 // deleted in chunks of it.
 const maxKeys = 500

@@ -449,8 +449,8 @@ func deleteQueue(ctx context.Context, db *sqlstore.DB, tb store.Table, q store.Q
 	return err
 }
 
-// TestDeleteTaskKeys checks DeleteTaskSets of one set of exact keys.
-func TestDeleteTaskKeys(t *testing.T) {
+// TestDeleteTaskSetOfKeys checks DeleteTaskSets of one set of exact keys.
+func TestDeleteTaskSetOfKeys(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
 		for _, tb := range []store.Table{store.V1, store.V2} {
 			type tc struct {
@@ -620,7 +620,7 @@ func TestQueueRows(t *testing.T) {
 					t.Run(c.name, func(t *testing.T) {
 						err := deleteQueue(ctx, db, tb, c.key, c.rangeID)
 						if c.wantErr != (err != nil) || (err != nil && !errors.Is(err, store.ErrConditionFailed)) {
-							t.Fatalf("DeleteQueue: %v, want error %v (ErrConditionFailed)", err, c.wantErr)
+							t.Fatalf("DeleteQueues of one: %v, want error %v (ErrConditionFailed)", err, c.wantErr)
 						}
 						_, err = db.GetQueue(ctx, tb, k)
 						if exists := err == nil; exists != (c.name == "range_id changed" || c.name == "range_id newer") {
@@ -797,7 +797,7 @@ func TestStatementTimeout(t *testing.T) {
 			op        func(ctx context.Context, st *sqlstore.DB) error
 			transient bool
 		}{
-			{"DeleteQueue", timed, func(ctx context.Context, st *sqlstore.DB) error {
+			{"DeleteQueues of one", timed, func(ctx context.Context, st *sqlstore.DB) error {
 				return deleteQueue(ctx, st, store.V1, q, 1)
 			}, true},
 			{"AppendTasks", timed, func(ctx context.Context, st *sqlstore.DB) error {
@@ -1092,7 +1092,7 @@ func TestScanTasks(t *testing.T) {
 			}
 			t.Run(tb.String()+"/skip the rest of a queue", func(t *testing.T) {
 				q := listKeys[4]
-				page, err := db.ScanTasks(ctx, tb, store.TaskPos{Queue: q, Task: sqlstore.MaxTaskKey}, listKeys[5], 100)
+				page, err := db.ScanTasks(ctx, tb, store.TaskPos{Queue: q, Task: store.MaxTaskKey}, listKeys[5], 100)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 )
 
 // Table selects a generation of Temporal's task tables.
@@ -82,6 +83,14 @@ type TaskKey struct {
 	ID   int64
 }
 
+// MinTaskKey and MaxTaskKey sort before and after every task key: a TaskPos
+// with MinTaskKey starts at a queue's first task, one with MaxTaskKey
+// skips the rest of the queue.
+var (
+	MinTaskKey = TaskKey{Pass: math.MinInt64, ID: math.MinInt64}
+	MaxTaskKey = TaskKey{Pass: math.MaxInt64, ID: math.MaxInt64}
+)
+
 // Less reports whether k sorts before o in (pass, task_id) order.
 func (k TaskKey) Less(o TaskKey) bool {
 	if k.Pass != o.Pass {
@@ -127,7 +136,8 @@ type QueueFence struct {
 // TaskQueueRef is one distinct task_queue_id of a task table.
 type TaskQueueRef struct {
 	QueueKey
-	// HasQueueRow: a queue row with this exact key exists (the tasks are
+	// HasQueueRow reports whether a queue row with this exact key exists
+	// (the tasks are
 	// subqueue 0 of a live queue).
 	HasQueueRow bool
 }

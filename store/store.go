@@ -23,9 +23,20 @@ package store
 import "context"
 
 // Store is the scavenger's view of a task store. Every method is safe for
-// concurrent use. Reads see committed rows only; each delete is one atomic
-// statement per chunk, so a call cut short (a cancelled context, a lost
-// connection) leaves every row either deleted or as it was.
+// concurrent use.
+//
+// Reads are single statements that see committed rows only, with no lock
+// held after they return: what they report may have changed by the time
+// the caller acts on it (a queue leased, a task appended or dispatched).
+// So no decision rests on a read alone: a queue row is deleted only if its
+// range_id is still the one read (DeleteQueues), an orphan only if its
+// parents are still absent in the delete itself (DeleteOrphanTasks), and a
+// task only if it is expired, which no writer undoes.
+//
+// Each delete is one atomic statement per chunk, so a call cut short (a
+// cancelled context, a lost connection) leaves every row either deleted or
+// as it was; a call that fails after several chunks returns how many rows
+// the finished chunks deleted.
 type Store interface {
 	// Tables reports which task tables exist.
 	Tables(ctx context.Context) ([]Table, error)
@@ -35,7 +46,9 @@ type Store interface {
 	ListQueues(ctx context.Context, t Table, after *QueueKey, limit int) ([]QueueRow, error)
 
 	// GetQueue reads one queue row, or returns an error wrapping
-	// ErrNotFound.
+	// ErrNotFound. It is a point read, not a batch of one: the pass asks
+	// for a row it does not have listed (the other table version's row of
+	// a queue, the candidate parents of an orphan), a handful per queue.
 	GetQueue(ctx context.Context, t Table, q QueueKey) (QueueRow, error)
 
 	// ReadTasks returns up to limit tasks of the (sub)queue q in key
@@ -66,7 +79,8 @@ type Store interface {
 	// DeleteTasks deletes the tasks of q inside r, lowest keys first, at
 	// most limit of them, and returns how many it deleted: Temporal's
 	// "task_id <= x LIMIT n" delete, which compat mode issues as Temporal
-	// does. A limit <= 0 deletes all of r, as a one-set DeleteTaskSets.
+	// does, so that its batches are Temporal's. A limit <= 0 deletes all
+	// of r, as a one-set DeleteTaskSets does.
 	DeleteTasks(ctx context.Context, t Table, q QueueKey, r TaskRange, limit int) (int64, error)
 
 	// DeleteOrphanTasks deletes exactly the tasks of q with the given keys,

@@ -5,7 +5,7 @@
 // safety test and soak runs.
 //
 // A Sim opens its own store handle, as another process would, and behaves
-// as matching does (spec §4): it owns a queue by a lease (range_id), taking
+// as matching does: it owns a queue by a lease (range_id), taking
 // the queue over (range_id+1, fresh last_update_time, compare-and-set)
 // before it writes to a queue that may have gone idle; it appends tasks in
 // range_id-fenced transactions with ids from its lease's block, into
