@@ -206,6 +206,14 @@ func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.Que
 // deleteQueuesSQL deletes the queue rows of fences still at their range_id.
 func (s *DB) deleteQueuesSQL(t store.Table, fences []store.QueueFence) *builder {
 	b := s.newBuilder()
+	if len(fences) == 1 {
+		// One row by its primary key, the form every engine plans as a
+		// point lookup: MariaDB does not turn a row-value IN list of one
+		// into a key lookup, and scans the table instead (0.36 ms against
+		// 54 ms per delete on 100,000 queue rows, in compat mode's one
+		// delete per queue).
+		return b.w("DELETE FROM ", queueTable(t), " WHERE ").whereQueue(fences[0].QueueKey).w(" AND range_id = ").p(fences[0].RangeID)
+	}
 	if s.d.engine == Postgres {
 		// One statement text for any batch, and a join PostgreSQL runs as
 		// index probes: 3× faster than the same fences OR'ed.

@@ -177,6 +177,7 @@ func TestQueryPlans(t *testing.T) {
 					planCheck{tb.String() + " delete task sets", db.DeleteTaskSetsStmt(tb, sets), tt, true},
 					planCheck{tb.String() + " delete task ranges", db.DeleteTaskSetsStmt(tb, sets[1:]), tt, true},
 					planCheck{tb.String() + " delete queues", db.DeleteQueuesStmt(tb, fences), qt, true},
+					planCheck{tb.String() + " delete one queue", db.DeleteQueuesStmt(tb, fences[:1]), qt, true},
 				)
 				if e == sqlstore.MySQL {
 					lo, hi := keys[10], keys[40]
