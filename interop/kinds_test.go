@@ -37,14 +37,15 @@ func normalize(s string) string {
 	return s
 }
 
-// logKinds reads Temporal's JSON logs: the kinds of the lines outside the
-// window and inside it.
-func logKinds(window [2]time.Time, paths ...string) (outside, inside kinds, err error) {
-	outside, inside = kinds{}, kinds{}
-	for _, p := range paths {
+// logKinds reads Temporal's JSON logs (one per server run, stops[i] when
+// run i was sent SIGTERM): the kinds of the lines outside the window, inside
+// it, and during a shutdown.
+func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside, inside, shutdown kinds, err error) {
+	outside, inside, shutdown = kinds{}, kinds{}, kinds{}
+	for i, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 4<<20), 4<<20)
@@ -60,17 +61,31 @@ func logKinds(window [2]time.Time, paths ...string) (outside, inside kinds, err 
 				continue
 			}
 			k := outside
-			if !l.TS.Before(window[0]) && !l.TS.After(window[1]) {
+			switch {
+			case i < len(stops) && !l.TS.Before(stops[i]):
+				k = shutdown
+			case !l.TS.Before(window[0]) && !l.TS.After(window[1]):
 				k = inside
 			}
-			k["log "+l.Level+": "+normalize(l.Msg)+" | "+normalize(l.Error)]++
+			k[logKind(l.Level, l.Msg, l.Error)]++
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return outside, inside, nil
+	return outside, inside, shutdown, nil
+}
+
+// logKind is a log line's kind. A persistence call whose context was
+// cancelled is one kind whatever the call: matching cancels a queue's
+// in-flight calls when it unloads the queue (every 20 s of idleness here),
+// and which call it meets is chance.
+func logKind(level, msg, err string) string {
+	if strings.HasSuffix(err, "context canceled") {
+		return "log " + level + ": (a call cancelled, e.g. by a queue's unload) | context canceled"
+	}
+	return "log " + level + ": " + normalize(msg) + " | " + normalize(err)
 }
 
 // metricKinds reads the persistence error metrics from a /metrics scrape.
@@ -86,8 +101,17 @@ func metricKinds(body string) kinds {
 		if m.value == 0 {
 			continue
 		}
+		// Unavailable (transient: timeouts, cancelled calls, lost
+		// connections) and the plain error count are one kind each over
+		// every operation, as a cancelled call is counted under whichever
+		// call an unload met; the logs say which error it was. Condition
+		// failures and not-found errors keep their operation.
+		labels := []string{"error_type", "operation", "service_name", "task_type"}
+		if m.labels["error_type"] == "serviceerror_Unavailable" || m.name == "persistence_errors" || m.name == "visibility_persistence_errors" {
+			labels = []string{"error_type", "service_name"}
+		}
 		var parts []string
-		for _, l := range []string{"error_type", "operation", "service_name", "task_type"} {
+		for _, l := range labels {
 			if v := m.labels[l]; v != "" {
 				parts = append(parts, l+"="+v)
 			}

@@ -323,11 +323,22 @@ type hold struct {
 	held    chan store.QueueFence // receives the target's fence when held
 	release chan struct{}
 	once    sync.Once
-	result  chan int64 // rows the held call deleted
+	result  chan heldResult
+	// read reads the target's row right after the held call returns,
+	// before matching could notice anything and re-create it.
+	read func(ctx context.Context) (rangeID int64, present bool, err error)
+}
+
+// heldResult is what the held call did.
+type heldResult struct {
+	batch   int64 // rows the whole held batch deleted
+	rangeID int64 // the target's range_id just after it, if present
+	present bool
+	err     error
 }
 
 func newHold(t store.Table, key store.QueueKey) *hold {
-	return &hold{table: t, key: key, held: make(chan store.QueueFence, 1), release: make(chan struct{}), result: make(chan int64, 1)}
+	return &hold{table: t, key: key, held: make(chan store.QueueFence, 1), release: make(chan struct{}), result: make(chan heldResult, 1)}
 }
 
 func (h *hold) middleware(next store.Store) store.Store {
@@ -347,7 +358,9 @@ func (h *hold) middleware(next store.Store) store.Store {
 						return 0, ctx.Err()
 					}
 					n, err := next.DeleteQueues(ctx, t, fences)
-					h.result <- n
+					r := heldResult{batch: n, err: err}
+					r.rangeID, r.present, _ = h.read(ctx)
+					h.result <- r
 					return n, err
 				}
 			}

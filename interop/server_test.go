@@ -183,6 +183,7 @@ type temporalServer struct {
 	logPaths []string
 	cmd      *exec.Cmd
 	done     chan error
+	stops    []time.Time // when each run was sent SIGTERM (its log lines after that are the shutdown's)
 }
 
 // Ports, as offsets from base: frontend, history, matching and worker gRPC
@@ -458,6 +459,7 @@ func (ts *temporalServer) stop(timeout time.Duration) {
 	}
 	cmd := ts.cmd
 	ts.cmd = nil
+	ts.stops = append(ts.stops, time.Now())
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-ts.done:

@@ -174,7 +174,24 @@ func (inv inventory) String() string {
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
-// queueNames returns the names of the rows of a table, for reports.
+// tasksOf counts the tasks of a queue (every subqueue, both tables).
+func (inv inventory) tasksOf(ns uuid.UUID, name string, taskType int) int {
+	ids := map[string]bool{}
+	for k := 0; k < 64; k++ {
+		ids[string(queueID(ns, name, taskType, k))] = true
+	}
+	n := 0
+	for _, ts := range inv.tasks {
+		for _, t := range ts {
+			if ids[string(t.id)] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// has says whether a table holds a row of the queue.
 func (inv inventory) has(table, name string, taskType int) bool {
 	for _, r := range inv.queues[table] {
 		if r.info.GetName() == name && int(r.info.GetTaskType()) == taskType {

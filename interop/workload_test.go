@@ -313,6 +313,7 @@ type outcome struct {
 	Started, Completed int
 	Failed             []string // unexpected outcomes, one line each
 	Slowest            time.Duration
+	SlowestID          string
 }
 
 func (wl *workload) outcome(phase string) outcome {
@@ -333,7 +334,9 @@ func (wl *workload) outcome(phase string) outcome {
 			o.Failed = append(o.Failed, fmt.Sprintf("%s: result %q", r.id, r.result))
 		default:
 			o.Completed++
-			o.Slowest = max(o.Slowest, r.took)
+			if r.took > o.Slowest {
+				o.Slowest, o.SlowestID = r.took, r.id
+			}
 		}
 	}
 	sort.Strings(o.Failed)
@@ -511,4 +514,39 @@ func (wl *workload) phase2Fresh(ctx context.Context, n int) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
+}
+
+// history is a workflow's events in one line each, with the time since its
+// start and the task queue of every scheduled task: why a workflow was slow.
+func (wl *workload) history(ctx context.Context, id string) string {
+	it := wl.c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var b strings.Builder
+	var t0 time.Time
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			fmt.Fprintf(&b, "      (history: %v)\n", err)
+			break
+		}
+		at := ev.GetEventTime().AsTime()
+		if t0.IsZero() {
+			t0 = at
+		}
+		detail := ""
+		switch {
+		case ev.GetWorkflowTaskScheduledEventAttributes() != nil:
+			a := ev.GetWorkflowTaskScheduledEventAttributes()
+			detail = a.GetTaskQueue().GetName() + " " + a.GetTaskQueue().GetKind().String()
+		case ev.GetWorkflowTaskTimedOutEventAttributes() != nil:
+			detail = ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType().String()
+		case ev.GetActivityTaskScheduledEventAttributes() != nil:
+			detail = ev.GetActivityTaskScheduledEventAttributes().GetTaskQueue().GetName()
+		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+			detail = ev.GetActivityTaskTimedOutEventAttributes().GetFailure().GetMessage()
+		case ev.GetTimerStartedEventAttributes() != nil:
+			detail = ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration().String()
+		}
+		fmt.Fprintf(&b, "      +%5.1fs %s %s\n", at.Sub(t0).Seconds(), ev.GetEventType(), detail)
+	}
+	return b.String()
 }
