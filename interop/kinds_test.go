@@ -21,6 +21,7 @@ var (
 	reHex    = regexp.MustCompile(`\b[0-9a-fA-F]{16,}\b`)
 	reNumber = regexp.MustCompile(`\d+(\.\d+)?`)
 	reQuoted = regexp.MustCompile(`"[^"]*"`)
+	reMasked = regexp.MustCompile(`something went wrong, please retry \(([0-9a-f]+)\)`)
 	// rePersistence picks the kinds that are about persistence or
 	// ownership: the ones a scavenger could cause.
 	rePersistence = regexp.MustCompile(`(?i)persist|condition|range ?id|does not exist|not ?found|ownership|lease|sql|database|deadlock|lock wait|busy|locked|task queue|taskqueue|partition|unload`)
@@ -42,6 +43,7 @@ func normalize(s string) string {
 // it, and during a shutdown.
 func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside, inside, shutdown kinds, err error) {
 	outside, inside, shutdown = kinds{}, kinds{}, kinds{}
+	masked := map[string]string{}
 	for i, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
@@ -51,11 +53,21 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 		sc.Buffer(make([]byte, 4<<20), 4<<20)
 		for sc.Scan() {
 			var l struct {
-				Level, Msg, Error string
-				TS                time.Time `json:"ts"`
+				Level, Msg, Hash string
+				Error            string    // Temporal's "error", the SDK's "Error"
+				TS               time.Time `json:"ts"`
 			}
 			if json.Unmarshal(sc.Bytes(), &l) != nil {
 				continue
+			}
+			// The frontend masks internal errors for clients as "something
+			// went wrong, please retry (HASH)", logging the error with the
+			// hash first: Temporal's own workers log the masked form.
+			if l.Msg == "masked service failures" && l.Hash != "" {
+				masked[l.Hash] = l.Error
+			}
+			if m := reMasked.FindStringSubmatch(l.Error); m != nil && masked[m[1]] != "" {
+				l.Error = "masked: " + masked[m[1]]
 			}
 			if l.Level != "error" && l.Level != "warn" && l.Level != "dpanic" && l.Level != "panic" && l.Level != "fatal" {
 				continue

@@ -377,7 +377,7 @@ dynamicConfigClient:
   filepath: %q
   pollInterval: 10s
 `,
-		store("default", ts.db.engine, ts.db.name, 3),
+		store("default", ts.db.engine, ts.db.name, 5),
 		store("visibility", visEngine, ts.db.visName, 2),
 		p(portMetrics),
 		p(portFrontend), p(portFrontendMembership),
