@@ -1,0 +1,200 @@
+package interop
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// settings are the suite's knobs, all from the environment.
+type settings struct {
+	postgres *url.URL // TQS_TEST_POSTGRES, as the main module's tests
+	mysql    *url.URL // TQS_TEST_MYSQL
+	short    bool     // TQS_INTEROP_SHORT=1: a laptop run
+	engines  []string // TQS_INTEROP_ENGINES=postgres,mysql,sqlite (default: every configured one)
+	fairness []bool   // TQS_INTEROP_FAIRNESS=off,on
+	brk      string   // TQS_INTEROP_BREAK=clock|fence|none: which broken scavengers must be caught
+	keep     bool     // TQS_INTEROP_KEEP=1: keep databases and logs
+	work     string   // directory for configs, logs and SQLite files
+	temporal string   // the temporal-server binary (built if not given)
+	tqs      string   // the tqscavenger binary (built if not given)
+}
+
+var (
+	settingsOnce sync.Once
+	theSettings  settings
+	settingsErr  error
+)
+
+func loadSettings(t *testing.T) settings {
+	t.Helper()
+	if os.Getenv("TQS_INTEROP") != "1" {
+		t.Skip("the interop suite runs a real Temporal server: set TQS_INTEROP=1 (and TQS_TEST_POSTGRES / TQS_TEST_MYSQL), or run ../.ci/interop")
+	}
+	settingsOnce.Do(func() { theSettings, settingsErr = readSettings() })
+	if settingsErr != nil {
+		t.Fatal(settingsErr)
+	}
+	return theSettings
+}
+
+func readSettings() (settings, error) {
+	var s settings
+	var err error
+	if v := os.Getenv("TQS_TEST_POSTGRES"); v != "" {
+		if s.postgres, err = url.Parse(v); err != nil {
+			return s, fmt.Errorf("TQS_TEST_POSTGRES: %v", err)
+		}
+	}
+	if v := os.Getenv("TQS_TEST_MYSQL"); v != "" {
+		if s.mysql, err = url.Parse(v); err != nil {
+			return s, fmt.Errorf("TQS_TEST_MYSQL: %v", err)
+		}
+	}
+	s.short = os.Getenv("TQS_INTEROP_SHORT") == "1"
+	s.keep = os.Getenv("TQS_INTEROP_KEEP") == "1"
+	if v := os.Getenv("TQS_INTEROP_ENGINES"); v != "" {
+		s.engines = strings.Split(v, ",")
+	} else {
+		if s.postgres != nil {
+			s.engines = append(s.engines, "postgres")
+		}
+		if s.mysql != nil {
+			s.engines = append(s.engines, "mysql")
+		}
+		s.engines = append(s.engines, "sqlite")
+		if s.short {
+			s.engines = s.engines[:1]
+		}
+	}
+	for _, e := range s.engines {
+		switch e {
+		case "postgres":
+			if s.postgres == nil {
+				return s, fmt.Errorf("engine postgres needs TQS_TEST_POSTGRES")
+			}
+		case "mysql":
+			if s.mysql == nil {
+				return s, fmt.Errorf("engine mysql needs TQS_TEST_MYSQL")
+			}
+			if s.postgres == nil {
+				return s, fmt.Errorf("engine mysql keeps Temporal's visibility on PostgreSQL: it needs TQS_TEST_POSTGRES too")
+			}
+		case "sqlite":
+		default:
+			return s, fmt.Errorf("TQS_INTEROP_ENGINES: unknown engine %q (postgres, mysql, sqlite)", e)
+		}
+	}
+	fv := os.Getenv("TQS_INTEROP_FAIRNESS")
+	if fv == "" {
+		fv = "off,on"
+		if s.short {
+			fv = "off"
+		}
+	}
+	for _, f := range strings.Split(fv, ",") {
+		switch f {
+		case "off":
+			s.fairness = append(s.fairness, false)
+		case "on":
+			s.fairness = append(s.fairness, true)
+		default:
+			return s, fmt.Errorf("TQS_INTEROP_FAIRNESS: %q is neither off nor on", f)
+		}
+	}
+	s.brk = os.Getenv("TQS_INTEROP_BREAK")
+	if s.brk == "" {
+		s.brk = "fence"
+	}
+	for _, b := range strings.Split(s.brk, ",") {
+		switch b {
+		case "clock", "fence", "none":
+		default:
+			return s, fmt.Errorf("TQS_INTEROP_BREAK: %q is not clock, fence or none", b)
+		}
+	}
+	s.work = os.Getenv("TQS_INTEROP_WORKDIR")
+	if s.work == "" {
+		s.work = filepath.Join(os.TempDir(), fmt.Sprintf("tqs-interop-%d", os.Getpid()))
+	}
+	if err := os.MkdirAll(s.work, 0o755); err != nil {
+		return s, err
+	}
+	s.temporal = os.Getenv("TQS_INTEROP_TEMPORAL_BIN")
+	if s.temporal == "" {
+		s.temporal = filepath.Join(s.work, "temporal-server")
+		if err := goBuild(".", s.temporal, "./cmd/temporal-server"); err != nil {
+			return s, err
+		}
+	}
+	s.tqs = os.Getenv("TQS_INTEROP_TQSCAVENGER_BIN")
+	if s.tqs == "" {
+		s.tqs = filepath.Join(s.work, "tqscavenger")
+		if err := goBuild("..", s.tqs, "./cmd/tqscavenger"); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func goBuild(dir, out, pkg string) error {
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = dir
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	fmt.Printf("built %s in %s\n", pkg, time.Since(start).Round(time.Second))
+	return nil
+}
+
+func (s settings) breaks() []string {
+	var out []string
+	for _, b := range strings.Split(s.brk, ",") {
+		if b != "none" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// freePorts returns n consecutive free loopback ports below 32768 (Temporal
+// keeps membership ports in a smallint), starting near a spot derived from
+// the process id so that concurrent runs seldom collide.
+var (
+	portsMu   sync.Mutex
+	portsNext int
+)
+
+func freePorts(n int) (int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	start := portsNext
+	if start == 0 {
+		start = 20000 + (os.Getpid()*37)%10000
+	}
+	for base := start; base < 32000; base += n {
+		ok := true
+		for p := base; p < base+n; p++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			portsNext = base + n
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports from %d", n, start)
+}

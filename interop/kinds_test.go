@@ -1,0 +1,190 @@
+package interop
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// kinds counts Temporal's error and warning kinds: a log line's level,
+// message and error text with ids and numbers blanked out, and the
+// persistence error and condition failure metrics by type and operation.
+type kinds map[string]int
+
+var (
+	reUUID   = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+	reHex    = regexp.MustCompile(`\b[0-9a-fA-F]{16,}\b`)
+	reNumber = regexp.MustCompile(`\d+(\.\d+)?`)
+	reQuoted = regexp.MustCompile(`"[^"]*"`)
+	reMasked = regexp.MustCompile(`something went wrong, please retry \(([0-9a-f]+)\)`)
+	// rePersistence picks the kinds that are about persistence or
+	// ownership: the ones a scavenger could cause.
+	rePersistence = regexp.MustCompile(`(?i)persist|condition|range ?id|does not exist|not ?found|ownership|lease|sql|database|deadlock|lock wait|busy|locked|task queue|taskqueue|partition|unload`)
+)
+
+func normalize(s string) string {
+	s = reUUID.ReplaceAllString(s, "U")
+	s = reHex.ReplaceAllString(s, "H")
+	s = reQuoted.ReplaceAllString(s, `"…"`)
+	s = reNumber.ReplaceAllString(s, "N")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// logKinds reads Temporal's JSON logs (one per server run, stops[i] when
+// run i was sent SIGTERM): the kinds of the lines outside the window, inside
+// it, and during a shutdown.
+func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside, inside, shutdown kinds, err error) {
+	outside, inside, shutdown = kinds{}, kinds{}, kinds{}
+	masked := map[string]string{}
+	for i, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 4<<20), 4<<20)
+		for sc.Scan() {
+			var l struct {
+				Level, Msg, Hash string
+				Error            string    // Temporal's "error", the SDK's "Error"
+				TS               time.Time `json:"ts"`
+			}
+			if json.Unmarshal(sc.Bytes(), &l) != nil {
+				continue
+			}
+			// The frontend masks internal errors for clients as "something
+			// went wrong, please retry (HASH)", logging the error with the
+			// hash first: Temporal's own workers log the masked form.
+			if l.Msg == "masked service failures" && l.Hash != "" {
+				masked[l.Hash] = l.Error
+			}
+			if m := reMasked.FindStringSubmatch(l.Error); m != nil && masked[m[1]] != "" {
+				l.Error = "masked: " + masked[m[1]]
+			}
+			if l.Level != "error" && l.Level != "warn" && l.Level != "dpanic" && l.Level != "panic" && l.Level != "fatal" {
+				continue
+			}
+			k := outside
+			switch {
+			case i < len(stops) && !l.TS.Before(stops[i]):
+				k = shutdown
+			case !l.TS.Before(window[0]) && !l.TS.After(window[1]):
+				k = inside
+			}
+			k[logKind(l.Level, l.Msg, l.Error)]++
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return outside, inside, shutdown, nil
+}
+
+// logKind is a log line's kind. A persistence call whose context was
+// cancelled is one kind whatever the call: matching cancels a queue's
+// in-flight calls when it unloads the queue (every 20 s of idleness here),
+// and which call it meets is chance.
+func logKind(level, msg, err string) string {
+	if strings.HasSuffix(err, "context canceled") {
+		return "log " + level + ": (a call cancelled, e.g. by a queue's unload) | context canceled"
+	}
+	return "log " + level + ": " + normalize(msg) + " | " + normalize(err)
+}
+
+// metricKinds reads the persistence error metrics from a /metrics scrape.
+func metricKinds(body string) kinds {
+	k := kinds{}
+	for _, m := range parseProm(body) {
+		switch m.name {
+		case "persistence_errors", "persistence_error_with_type", "condition_failed_errors",
+			"persistence_errors_resource_exhausted", "visibility_persistence_errors", "visibility_persistence_error_with_type":
+		default:
+			continue
+		}
+		if m.value == 0 {
+			continue
+		}
+		// Unavailable (transient: timeouts, cancelled calls, lost
+		// connections) and the plain error count are one kind each over
+		// every operation, as a cancelled call is counted under whichever
+		// call an unload met; the logs say which error it was. Condition
+		// failures and not-found errors keep their operation.
+		labels := []string{"error_type", "operation", "service_name", "task_type"}
+		if m.labels["error_type"] == "serviceerror_Unavailable" || m.name == "persistence_errors" || m.name == "visibility_persistence_errors" {
+			labels = []string{"error_type", "service_name"}
+		}
+		var parts []string
+		for _, l := range labels {
+			if v := m.labels[l]; v != "" {
+				parts = append(parts, l+"="+v)
+			}
+		}
+		k["metric "+m.name+"{"+strings.Join(parts, ",")+"}"] += int(m.value)
+	}
+	return k
+}
+
+// minus is k less the counts of o (metrics scraped earlier in a run).
+func (k kinds) minus(o kinds) kinds {
+	out := kinds{}
+	for n, c := range k {
+		if d := c - o[n]; d > 0 {
+			out[n] = d
+		}
+	}
+	return out
+}
+
+func (k kinds) add(o kinds) {
+	for n, c := range o {
+		k[n] += c
+	}
+}
+
+// beyond returns the kinds of k that control does not show.
+func (k kinds) beyond(control kinds) kinds {
+	out := kinds{}
+	for n, c := range k {
+		if _, ok := control[n]; !ok {
+			out[n] = c
+		}
+	}
+	return out
+}
+
+// persistence keeps the kinds about persistence or ownership.
+func (k kinds) persistence() kinds {
+	out := kinds{}
+	for n, c := range k {
+		if strings.HasPrefix(n, "metric ") || rePersistence.MatchString(n) {
+			out[n] = c
+		}
+	}
+	return out
+}
+
+func (k kinds) total() int {
+	n := 0
+	for _, c := range k {
+		n += c
+	}
+	return n
+}
+
+func (k kinds) lines() []string {
+	var out []string
+	for n, c := range k {
+		out = append(out, fmt.Sprintf("%6d  %s", c, n))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][8:] < out[j][8:] })
+	return out
+}
