@@ -30,8 +30,9 @@ type Options struct {
 	MaxConns int
 
 	// StatementTimeout bounds each statement; 0 means no bound. A
-	// statement that runs out of time fails with an error wrapping both
-	// store.ErrTransient and context.DeadlineExceeded.
+	// statement that runs out of time fails with an error wrapping
+	// store.ErrStatementTimeout, store.ErrTransient and
+	// context.DeadlineExceeded.
 	//
 	// When a statement's context ends (this timeout or the caller's), the
 	// server is told to stop it (PostgreSQL: a cancel request; MySQL: KILL
