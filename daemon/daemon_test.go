@@ -421,7 +421,7 @@ func TestPassesOnSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock between passes: %v", err)
 	}
-	unlock()
+	unlock.Unlock()
 
 	reg := d.Registry()
 	if got := metric(t, reg, "tqscavenger_tasks_deleted_total", "table", "v1", "reason", "expired"); got != 200 {
@@ -488,7 +488,7 @@ func TestLockHeldSkipsPass(t *testing.T) {
 	if got := metric(t, reg, "tqscavenger_passes_started_total"); got != 0 {
 		t.Errorf("passes_started_total = %v, want 0", got)
 	}
-	unlock()
+	unlock.Unlock()
 	clock.Advance(time.Hour)
 	clock.waitTimers(t, 1)
 	if ps := d.Passes(); len(ps) != 2 || ps[1].Outcome != daemon.Completed || ps[1].Stats.TasksDeleted != 30 {
@@ -560,7 +560,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock after shutdown: %v", err)
 	}
-	unlock()
+	unlock.Unlock()
 	if !strings.Contains(logs.String(), daemon.MsgDraining) {
 		t.Errorf("log lacks %q", daemon.MsgDraining)
 	}
@@ -596,7 +596,7 @@ func TestShutdownTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock after shutdown: %v", err)
 	}
-	unlock()
+	unlock.Unlock()
 }
 
 // TestOverrunSkipsMissedPasses: a pass longer than the interval is never

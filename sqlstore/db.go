@@ -77,6 +77,10 @@ type DB struct {
 	// closers undo what New set up beyond the sql.DB (MySQL: the pool
 	// that kills cancelled statements).
 	closers []func() error
+
+	// connector is the connector the store was made on, for connections
+	// outside its pool (the lock's).
+	connector driver.Connector
 }
 
 var (
@@ -166,7 +170,7 @@ func New(ctx context.Context, e Engine, c driver.Connector, opts Options) (*DB, 
 // c: the store learns its DSN from its connections.
 func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn *DSN) (*DB, error) {
 	opts = opts.withDefaults()
-	s := &DB{dsn: DSN{Engine: e}, opts: opts, stmts: make(map[string]*sql.Stmt)}
+	s := &DB{dsn: DSN{Engine: e}, opts: opts, stmts: make(map[string]*sql.Stmt), connector: c}
 	if dsn != nil {
 		s.dsn = *dsn
 	}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"path/filepath"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -121,4 +122,11 @@ func Wrap(e Engine, err error, write bool) error {
 		return s.wrapWrite(context.Background(), "op", err)
 	}
 	return s.wrap(context.Background(), "op", err)
+}
+
+// IdentityLockFile is the lock file named from the identity of the SQLite
+// file at path.
+func IdentityLockFile(path string) (string, error) {
+	id, err := fileIdentity(path)
+	return filepath.Join(lockDir(), id+".lock"), err
 }

@@ -172,7 +172,7 @@ func TestLockedDatabase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer unlock()
+			defer unlock.Unlock()
 			checkError(t, []string{"run", "--db", dsn}, "another tqscavenger is running against this database; wait for it, or pass --wait-lock", cli.ExitLocked, tqs)
 		})
 	}
