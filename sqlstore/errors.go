@@ -70,11 +70,12 @@ func (s *DB) wrapAs(ctx context.Context, op string, e effect, err error) error {
 		kinds = append(kinds, store.ErrTransient, store.ErrUnknownOutcome)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		if !errors.Is(context.Cause(ctx), errStatementTimeout) {
+		var tc timeoutCause
+		if !errors.As(context.Cause(ctx), &tc) {
 			return fmt.Errorf("%s: %w", op, mark(ctxErr, kinds...))
 		}
 		kinds = append(kinds, store.ErrTransient, store.ErrStatementTimeout)
-		return fmt.Errorf("%s: statement timeout (%s): %w", op, s.opts.StatementTimeout, mark(ctxErr, kinds...))
+		return fmt.Errorf("%s: %s: %w", op, tc, mark(ctxErr, kinds...))
 	}
 	return fmt.Errorf("%s: %w", op, mark(s.d.classify(err), kinds...))
 }

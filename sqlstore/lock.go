@@ -21,11 +21,6 @@ import (
 // lockName is the advisory lock's name (MySQL) and, hashed, key (PostgreSQL).
 const lockName = "tqscavenger"
 
-// lockTimeout bounds taking the lock when Options.StatementTimeout does not,
-// and releasing it: a lock that cannot be had in that time is reported
-// as an error, not waited for forever.
-const lockTimeout = 30 * time.Second
-
 // Lock takes the "one scavenger at a time" lock of the task tables: an
 // advisory lock on PostgreSQL (pg_try_advisory_lock, keyed by the schema
 // of the tables, as PostgreSQL's locks are per database and one database
@@ -117,15 +112,10 @@ type serverLock struct {
 }
 
 // lockConn takes l on a connection of a pool of its own over the store's
-// connector. Taking it obeys Options.StatementTimeout, or lockTimeout
-// without one: a server that does not answer (a table lock the login
-// waits for, a network cut) is an error, not a hang.
+// connector. Taking it is a start-up statement (see withStartup): a
+// server that does not answer (a network cut) is an error, not a hang.
 func (s *DB) lockConn(ctx context.Context, l *serverLock) (_ store.Lock, err error) {
-	timeout := lockTimeout
-	if s.opts.StatementTimeout > 0 {
-		timeout = s.opts.StatementTimeout
-	}
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errStatementTimeout)
+	ctx, cancel := s.withStartup(ctx)
 	defer cancel()
 	l.pool = sql.OpenDB(s.connector)
 	l.pool.SetMaxOpenConns(1)
@@ -135,36 +125,27 @@ func (s *DB) lockConn(ctx context.Context, l *serverLock) (_ store.Lock, err err
 		}
 	}()
 	if l.conn, err = l.pool.Conn(ctx); err != nil {
-		return nil, s.wrapLock(ctx, "lock", err, timeout)
+		return nil, s.wrap(ctx, "lock", err)
 	}
 	l.arg = l.name
 	if l.key != "" {
 		var k int64
 		if err := l.conn.QueryRowContext(ctx, l.key).Scan(&k); err != nil {
 			l.conn.Close()
-			return nil, s.wrapLock(ctx, "lock", err, timeout)
+			return nil, s.wrap(ctx, "lock", err)
 		}
 		l.arg = k
 	}
 	var got bool
 	if err := l.conn.QueryRowContext(ctx, l.try, l.arg).Scan(&got); err != nil {
 		discard(l.conn) // it may hold the lock the server granted meanwhile
-		return nil, s.wrapLock(ctx, "lock", err, timeout)
+		return nil, s.wrap(ctx, "lock", err)
 	}
 	if !got {
 		l.conn.Close()
 		return nil, fmt.Errorf("%w on %s", store.ErrLocked, s.dsn)
 	}
 	return l, nil
-}
-
-// wrapLock is wrap for the lock's statements, whose timeout is the
-// lock's own.
-func (s *DB) wrapLock(ctx context.Context, op string, err error, timeout time.Duration) error {
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), errStatementTimeout) {
-		return fmt.Errorf("%s: no answer within %s: %w", op, timeout, mark(ctx.Err(), store.ErrTransient, store.ErrStatementTimeout))
-	}
-	return s.wrap(ctx, op, err)
 }
 
 // Check implements store.Lock: the lock's own connection answers, within
