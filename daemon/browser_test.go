@@ -178,5 +178,5 @@ func newLockHolder(t *testing.T, path string) *lockHolder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lockHolder{unlock: func() { unlock() }}
+	return &lockHolder{unlock: func() { unlock.Unlock() }}
 }

@@ -229,7 +229,7 @@ func (h *hookDB) Tables(ctx context.Context) ([]store.Table, error) {
 	return h.DB.Tables(ctx)
 }
 
-func (h *hookDB) Lock(ctx context.Context, wait bool) (func() error, error) {
+func (h *hookDB) Lock(ctx context.Context, wait bool) (store.Lock, error) {
 	return h.DB.Lock(ctx, wait)
 }
 
@@ -433,7 +433,7 @@ func TestPassesOnSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock between passes: %v", err)
 	}
-	unlock()
+	unlock.Unlock()
 
 	reg := d.Registry()
 	if got := metric(t, reg, "tqscavenger_tasks_deleted_total", "table", "v1", "reason", "expired"); got != 200 {
@@ -500,7 +500,7 @@ func TestLockHeldSkipsPass(t *testing.T) {
 	if got := metric(t, reg, "tqscavenger_passes_started_total"); got != 0 {
 		t.Errorf("passes_started_total = %v, want 0", got)
 	}
-	unlock()
+	unlock.Unlock()
 	clock.Advance(time.Hour)
 	clock.waitTimers(t, 1)
 	if ps := d.Passes(); len(ps) != 2 || ps[1].Outcome != daemon.Completed || ps[1].Stats.TasksDeleted != 30 {
@@ -572,7 +572,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock after shutdown: %v", err)
 	}
-	unlock()
+	unlock.Unlock()
 	if !strings.Contains(logs.String(), daemon.MsgDraining) {
 		t.Errorf("log lacks %q", daemon.MsgDraining)
 	}
@@ -608,7 +608,7 @@ func TestShutdownTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock after shutdown: %v", err)
 	}
-	unlock()
+	unlock.Unlock()
 }
 
 // TestOverrunSkipsMissedPasses: a pass longer than the interval is never

@@ -24,7 +24,7 @@ func (d *Daemon) pass(ctx context.Context) {
 	d.mu.Unlock()
 	log := d.log.With("pass", id)
 
-	unlock, err := d.cfg.DB.Lock(ctx, false)
+	lock, err := d.cfg.DB.Lock(ctx, false)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -42,7 +42,7 @@ func (d *Daemon) pass(ctx context.Context) {
 		return
 	}
 	defer func() {
-		if err := unlock(); err != nil {
+		if err := lock.Unlock(); err != nil {
 			log.Warn("releasing the lock", "err", err)
 			return
 		}
@@ -51,6 +51,8 @@ func (d *Daemon) pass(ctx context.Context) {
 
 	cfg := d.cfg.Scavenger
 	cfg.Logger = log
+	// The pass checks the lock as it goes, and stops if it is lost.
+	cfg.Lock = lock
 	start := d.clock.Now()
 	if cfg.Tables == nil {
 		info, err := d.cfg.DB.Check(ctx)

@@ -111,7 +111,7 @@ func (s *DB) deleteTaskSets(ctx context.Context, t store.Table, sets []store.Tas
 		d, err := s.exec(ctx, b.String(), b.args)
 		total += d
 		if err != nil {
-			return total, s.wrap(ctx, "delete "+taskTable(t), err)
+			return total, s.wrapWrite(ctx, "delete "+taskTable(t), err)
 		}
 		sets = sets[n:]
 	}
@@ -196,7 +196,7 @@ func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.Que
 		}
 		total += d
 		if err != nil {
-			return total, s.wrap(ctx, "delete "+queueTable(t), err)
+			return total, s.wrapWrite(ctx, "delete "+queueTable(t), err)
 		}
 		fences = fences[n:]
 	}

@@ -834,6 +834,13 @@ func TestStatementTimeout(t *testing.T) {
 				if errors.Is(err, store.ErrTransient) != c.transient {
 					t.Errorf("error %v: transient %v, want %v", err, !c.transient, c.transient)
 				}
+				if errors.Is(err, store.ErrStatementTimeout) != c.transient {
+					t.Errorf("error %v: a statement timeout %v, want %v", err, !c.transient, c.transient)
+				}
+				// The server was told to stop the statement and answered.
+				if errors.Is(err, store.ErrUnknownOutcome) {
+					t.Errorf("error %v: outcome unknown, though the server stopped the statement", err)
+				}
 				if took > 5*time.Second {
 					t.Errorf("took %s with a %s timeout", took, timeout)
 				}

@@ -30,8 +30,9 @@ type Options struct {
 	MaxConns int
 
 	// StatementTimeout bounds each statement; 0 means no bound. A
-	// statement that runs out of time fails with an error wrapping both
-	// store.ErrTransient and context.DeadlineExceeded.
+	// statement that runs out of time fails with an error wrapping
+	// store.ErrStatementTimeout, store.ErrTransient and
+	// context.DeadlineExceeded.
 	//
 	// When a statement's context ends (this timeout or the caller's), the
 	// server is told to stop it (PostgreSQL: a cancel request; MySQL: KILL
@@ -77,6 +78,10 @@ type DB struct {
 	// closers undo what New set up beyond the sql.DB (MySQL: the pool
 	// that kills cancelled statements).
 	closers []func() error
+
+	// connector is the connector the store was made on, for connections
+	// outside its pool (the lock's).
+	connector driver.Connector
 }
 
 var (
@@ -166,7 +171,7 @@ func New(ctx context.Context, e Engine, c driver.Connector, opts Options) (*DB, 
 // c: the store learns its DSN from its connections.
 func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn *DSN) (*DB, error) {
 	opts = opts.WithDefaults()
-	s := &DB{dsn: DSN{Engine: e}, opts: opts, stmts: make(map[string]*sql.Stmt)}
+	s := &DB{dsn: DSN{Engine: e}, opts: opts, stmts: make(map[string]*sql.Stmt), connector: c}
 	if dsn != nil {
 		s.dsn = *dsn
 	}

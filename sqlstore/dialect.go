@@ -47,6 +47,10 @@ type dialect struct {
 
 	// classify maps a driver error to the store's error kinds.
 	classify func(err error) error
+	// lost reports whether err, a write's, says that its connection was
+	// lost after the statement may have reached the server (see
+	// DB.lostAfterSend, which has already set aside what is not sent).
+	lost func(err error) bool
 }
 
 // maxPrealloc caps the rows a read allocates room for before it has any:

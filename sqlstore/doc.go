@@ -11,13 +11,15 @@
 //   - exec.go: running a statement (the prepared statement cache,
 //     transactions, the context of one call).
 //   - errors.go: what a driver error means (transient, a failed condition,
-//     a timeout), and the store's own errors.
+//     a timeout, read-only, disk full, a write whose outcome is unknown),
+//     and the store's own errors.
 //   - queues.go, tasks.go, batch.go: the store.Store methods on queue rows,
 //     on one queue's tasks, and on many queues at once.
 //   - writer.go: store.Writer, what a matching host does.
 //   - schema.go: the schema (setup, check).
-//   - lock.go: the one-scavenger-at-a-time lock; lock_unix.go and
-//     lock_windows.go lock SQLite's lock file.
+//   - lock.go: the one-scavenger-at-a-time lock, and its check;
+//     lock_unix.go and lock_windows.go lock SQLite's lock files and name
+//     a file by its identity.
 //   - dialect.go: what differs between engines, and the statement builder.
 //   - sqlite.go, postgres.go, mysql.go: each engine's dialect, connection
 //     settings and error classification; mysqlconn.go, the MySQL

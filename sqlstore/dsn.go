@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -32,12 +34,24 @@ type DSN struct {
 // ErrBadDSN is wrapped by every DSN parse error.
 var ErrBadDSN = errors.New("bad database DSN")
 
+// acceptedForms lists the DSN forms ParseDSN accepts, for its errors.
+const acceptedForms = "use postgres://, mysql://, sqlite:PATH or a file path (postgres://user:pass@host:5432/db?sslmode=…, mysql://user:pass@host:3306/db)"
+
 // ParseDSN accepts postgres://user:pass@host:port/db?…, postgresql://…,
 // mysql://user:pass@host:port/db?…, sqlite:PATH, sqlite://PATH, or a plain
 // file path (SQLite). Errors never contain the password.
+//
+// Other drivers' forms are refused rather than taken for a SQLite file
+// path (which would create, or fail to find, a file named after the
+// credentials): go-sql-driver's user:pass@tcp(host:3306)/db, libpq's
+// host=… user=… password=… strings, and a scheme that is a typo of one
+// of ours (postgress://, mysq://).
 func ParseDSN(s string) (DSN, error) {
 	if strings.TrimSpace(s) == "" {
-		return DSN{}, fmt.Errorf("%w: empty (use postgres://…, mysql://…, sqlite:PATH or a file path)", ErrBadDSN)
+		return DSN{}, fmt.Errorf("%w: empty (%s)", ErrBadDSN, acceptedForms)
+	}
+	if form := foreignForm(s); form != "" {
+		return DSN{}, fmt.Errorf("%w: %s looks like %s, which tqscavenger does not take: %s", ErrBadDSN, Redact(s), form, acceptedForms)
 	}
 	scheme, rest, hasScheme := strings.Cut(s, ":")
 	if !hasScheme || len(scheme) == 1 { // "C:\…" is a path, not a scheme
@@ -72,9 +86,70 @@ func ParseDSN(s string) (DSN, error) {
 		return DSN{Engine: e, URL: u}, nil
 	}
 	if strings.Contains(rest, "//") {
-		return DSN{}, fmt.Errorf("%w: unknown scheme %q: use postgres://, mysql://, sqlite:PATH or a file path", ErrBadDSN, scheme)
+		return DSN{}, fmt.Errorf("%w: unknown scheme %q: %s", ErrBadDSN, scheme, acceptedForms)
 	}
 	return DSN{Engine: SQLite, Path: s}, nil
+}
+
+// schemes are the schemes ParseDSN knows.
+var schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "sqlite", "sqlite3", "file"}
+
+var (
+	// goSQLDriverForm matches go-sql-driver/mysql's [user[:pass]@]net(addr)/db.
+	goSQLDriverForm = regexp.MustCompile(`^[^/()]*@[a-z0-9]*\([^)]*\)/`)
+	// libpqForm matches a libpq key=value connection string.
+	libpqForm = regexp.MustCompile(`(?i)(^|\s)(host|hostaddr|port|dbname|user|password|sslmode|service|connect_timeout)\s*=`)
+	// credentialsForm matches user:pass@host with no scheme.
+	credentialsForm = regexp.MustCompile(`^[^/:@]+:[^/@]*@`)
+	// schemeForm matches a URL scheme.
+	schemeForm = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]+):`)
+)
+
+// foreignForm names the form of s if it is another driver's, or a typo of
+// ours, and "" otherwise.
+func foreignForm(s string) string {
+	switch {
+	case goSQLDriverForm.MatchString(s):
+		return "a go-sql-driver/mysql DSN (user:pass@tcp(host:port)/db)"
+	case libpqForm.MatchString(s):
+		return "a libpq key=value string (host=… user=… password=…)"
+	}
+	if m := schemeForm.FindStringSubmatch(s); m != nil {
+		scheme := strings.ToLower(m[1])
+		if slices.Contains(schemes, scheme) {
+			return ""
+		}
+		for _, known := range schemes {
+			if editDistance(scheme, known) <= 2 {
+				return fmt.Sprintf("a misspelt scheme (%q; did you mean %q?)", scheme, known)
+			}
+		}
+	}
+	if credentialsForm.MatchString(s) {
+		return "credentials without a scheme (user:pass@host…)"
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // Database returns the database name (PostgreSQL, MySQL) or file path.
@@ -115,22 +190,32 @@ func redactURL(u *url.URL) string {
 	return u.Redacted()
 }
 
+// secretPairs matches the password=… pairs of a key=value string (libpq's
+// form), quoted or not.
+var secretPairs = regexp.MustCompile(`(?i)\b((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
+
 // Redact masks the password of a DSN string, for logs and errors. Strings
-// that do not parse as URLs with a user, such as "mysql:u:pw@h/db", are
-// returned with everything between the scheme and the last "@" masked.
+// that do not parse as URLs with a user, such as "mysql:u:pw@h/db" or
+// go-sql-driver's "u:pw@tcp(h)/db", are returned with everything between
+// the scheme (or the start) and the last "@" masked; password=… pairs,
+// as in libpq's key=value strings, are masked wherever they are.
 func Redact(s string) string {
+	s = secretPairs.ReplaceAllString(s, "${1}xxxxx")
 	if u, err := url.Parse(s); err == nil && (u.User != nil || u.Host != "") {
 		return redactURL(u)
 	}
 	j := strings.LastIndexByte(s, '@')
-	if j < 0 {
-		return s
+	if j < 0 || !strings.Contains(s[:j], ":") {
+		return s // no user:password@ (a file path may hold an @)
 	}
 	start := strings.Index(s, "://") + 3
 	if start < 3 {
 		start = strings.IndexByte(s, ':') + 1
+		if m := schemeForm.FindStringSubmatch(s); m == nil || !slices.Contains(schemes, strings.ToLower(m[1])) {
+			start = 0 // user:pass@… without a scheme of ours: what precedes ':' may be the user, not a scheme
+		}
 	}
-	if start > 0 && start < j {
+	if start >= 0 && start < j {
 		return s[:start] + "xxxxx" + s[j:]
 	}
 	return s

@@ -87,6 +87,20 @@ func TestParseDSNErrors(t *testing.T) {
 		// the whole string.
 		{"postgres://u:" + secret + "%zz@h/db", "percent-encoding"},
 		{"mysql://u:" + secret + "%@h/db", "percent-encoding"},
+		// Other drivers' forms, and typos of our schemes, are refused, not
+		// taken for a SQLite file named after the credentials.
+		{"u:" + secret + "@tcp(db:3306)/temporal", "go-sql-driver/mysql DSN"},
+		{"u:" + secret + "@unix(/run/mysqld.sock)/temporal?parseTime=true", "go-sql-driver/mysql DSN"},
+		{"u:" + secret + "@/temporal", "credentials without a scheme"},
+		{"host=db user=u password=" + secret + " dbname=temporal", "libpq key=value string"},
+		{"host=db user=u password='" + secret + " x' dbname=temporal", "libpq key=value string"},
+		{"dbname=temporal password=" + secret, "libpq key=value string"},
+		{"postgress://u:" + secret + "@h/db", `did you mean "postgres"`},
+		{"postgresq://u:" + secret + "@h/db", `did you mean "postgres`},
+		{"mysq://u:" + secret + "@h/db", `did you mean "mysql"`},
+		{"myslq://u:" + secret + "@h/db", `did you mean "mysql"`},
+		{"sqlit:/tmp/t.db", `did you mean "sqlite"`},
+		{"postgress:u:" + secret + "@h/db", `did you mean "postgres"`},
 	} {
 		t.Run(c.dsn, func(t *testing.T) {
 			_, err := sqlstore.ParseDSN(c.dsn)
@@ -98,6 +112,9 @@ func TestParseDSNErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("error shows the password: %q", err)
+			}
+			if foreign := strings.ContainsAny(c.hint, `"`) || strings.Contains(c.hint, "DSN") || strings.Contains(c.hint, "string") || strings.Contains(c.hint, "credentials"); foreign && !strings.Contains(err.Error(), "use postgres://, mysql://, sqlite:PATH") {
+				t.Errorf("error %q does not show the accepted forms", err)
 			}
 		})
 	}
@@ -112,6 +129,12 @@ func TestRedact(t *testing.T) {
 		{"postgres://h/db?password=" + secret, "postgres://h/db?password=xxxxx"},
 		{"postgres://u@h/db?sslmode=disable&password=" + secret, "postgres://u@h/db?password=xxxxx&sslmode=disable"},
 		{"sqlite:/tmp/t.db", "sqlite:/tmp/t.db"},
+		{"u:" + secret + "@tcp(db:3306)/temporal", "xxxxx@tcp(db:3306)/temporal"},
+		{"host=db user=u password=" + secret + " dbname=t", "host=db user=u password=xxxxx dbname=t"},
+		{"host=db password='" + secret + " \\' x' dbname=t", "host=db password=xxxxx dbname=t"},
+		{"host=db sslpassword=" + secret, "host=db sslpassword=xxxxx"},
+		{"postgress://u:" + secret + "@h/db", "postgress://u:xxxxx@h/db"},
+		{"/data/backup@2026.db", "/data/backup@2026.db"},
 	} {
 		if got := sqlstore.Redact(c.in); got != c.want {
 			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"time"
 )
 
@@ -83,19 +82,38 @@ func (s *DB) exec(ctx context.Context, q string, args []any) (int64, error) {
 	return res.RowsAffected()
 }
 
-// errStatementTimeout is the cause of a statement context that ran out of
-// Options.StatementTimeout. It is how wrap tells that timeout, which is
-// transient, from the caller's own deadline or cancellation, which is not:
-// whichever ends the context first is its cause.
-var errStatementTimeout = errors.New("statement timeout")
+// timeoutCause is the cause of a statement context that ran out of the
+// store's own bound (Options.StatementTimeout, or startupTimeout). It is
+// how wrap tells that timeout, which is transient, from the caller's own
+// deadline or cancellation, which is not: whichever ends the context
+// first is its cause.
+type timeoutCause time.Duration
+
+func (c timeoutCause) Error() string { return "statement timeout (" + time.Duration(c).String() + ")" }
+
+// startupTimeout bounds the statements a scheduler runs before a pass (the
+// schema check, the table list, taking the lock) when
+// Options.StatementTimeout does not: another session's table lock must
+// make them fail, not wait forever.
+const startupTimeout = 30 * time.Second
 
 // withStatement prepares ctx for one store call: it applies the statement
 // timeout.
 func (s *DB) withStatement(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.opts.StatementTimeout > 0 {
-		return context.WithTimeoutCause(ctx, s.opts.StatementTimeout, errStatementTimeout)
+		return context.WithTimeoutCause(ctx, s.opts.StatementTimeout, timeoutCause(s.opts.StatementTimeout))
 	}
 	return ctx, func() {}
+}
+
+// withStartup is withStatement for the start-up statements: bounded by
+// Options.StatementTimeout, or startupTimeout without one.
+func (s *DB) withStartup(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := s.opts.StatementTimeout
+	if d <= 0 {
+		d = startupTimeout
+	}
+	return context.WithTimeoutCause(ctx, d, timeoutCause(d))
 }
 
 // txn is a transaction on one connection: a *sql.Tx, or SQLite's

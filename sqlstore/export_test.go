@@ -1,7 +1,9 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
+	"path/filepath"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -110,3 +112,21 @@ func (s *DB) SetAfterRangeLock(f func()) { s.afterRangeLock = f }
 // SQL returns the store's own pool, for tests that need plain SQL on the
 // store's connections (on SQLite, its one connection).
 func (s *DB) SQL() *sql.DB { return s.db }
+
+// Wrap is how a store of engine e reports err, a driver's error of a read
+// (or, with write, of a write), for tests of error classes made up where
+// a real server cannot be made to fail so (a full disk on PostgreSQL).
+func Wrap(e Engine, err error, write bool) error {
+	s := &DB{d: map[Engine]*dialect{SQLite: sqliteDialect, Postgres: postgresDialect, MySQL: mysqlDialect}[e]}
+	if write {
+		return s.wrapWrite(context.Background(), "op", err)
+	}
+	return s.wrap(context.Background(), "op", err)
+}
+
+// IdentityLockFile is the lock file named from the identity of the SQLite
+// file at path.
+func IdentityLockFile(path string) (string, error) {
+	id, err := fileIdentity(path)
+	return filepath.Join(lockDir(), id+".lock"), err
+}

@@ -6,6 +6,7 @@ package sqlstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -20,3 +21,17 @@ func tryLockFile(f *os.File) (busy bool, err error) {
 // unlockFile releases the lock by closing f: the lock belongs to the open
 // file.
 func unlockFile(f *os.File) error { return f.Close() }
+
+// fileIdentity names the file at path (following symlinks) by its device
+// and inode, from a stat: it never opens the file (see lockSQLite).
+func fileIdentity(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", fmt.Errorf("no device and inode for %s", path)
+	}
+	return fmt.Sprintf("dev%x-ino%x", uint64(st.Dev), uint64(st.Ino)), nil
+}

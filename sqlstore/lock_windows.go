@@ -4,6 +4,7 @@ package sqlstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -25,4 +26,26 @@ func tryLockFile(f *os.File) (busy bool, err error) {
 func unlockFile(f *os.File) error {
 	err := windows.UnlockFileEx(windows.Handle(f.Fd()), 0, allBytes, allBytes, new(windows.Overlapped))
 	return errors.Join(err, f.Close())
+}
+
+// fileIdentity names the file at path (following symlinks) by its volume
+// serial number and file index, which hard links share. The handle it
+// opens asks for no access: on Windows a lock belongs to the handle that
+// took it, so closing this one drops none of SQLite's.
+func fileIdentity(path string) (string, error) {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return "", err
+	}
+	h, err := windows.CreateFile(p, 0, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+		nil, windows.OPEN_EXISTING, windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if err != nil {
+		return "", err
+	}
+	defer windows.CloseHandle(h)
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("vol%08x-idx%08x%08x", info.VolumeSerialNumber, info.FileIndexHigh, info.FileIndexLow), nil
 }

@@ -35,6 +35,7 @@ var mysqlDialect = &dialect{
 	},
 	forUpdate: " FOR UPDATE",
 	classify:  classifyMySQL,
+	lost:      mysqlLost,
 }
 
 // mysqlConfig turns mysql://user:pass@host:port/db?k=v into the driver's
@@ -153,19 +154,52 @@ func classifyMySQL(err error) error {
 	if errors.As(err, &me) {
 		switch me.Number {
 		case 1062: // duplicate key
-			return mark(store.ErrConditionFailed, err)
+			return mark(err, store.ErrConditionFailed)
+		case 1290, 1836, 1792:
+			// --read-only (or --super-read-only), read-only mode, a
+			// read-only transaction.
+			return mark(err, store.ErrReadOnly)
+		case 1021, 1114:
+			// disk full, table full.
+			return mark(err, store.ErrDiskFull)
 		case 1205, 1213, 1040, 1053, 1927, 2006, 2013, 3024, 1969, 1020:
 			// lock wait timeout, deadlock, too many connections, shutdown,
-			// connection killed, server gone, statement time exceeded,
-			// record changed since read (MariaDB's snapshot isolation).
-			return mark(store.ErrTransient, err)
+			// connection killed, server gone, lost connection, statement time
+			// exceeded (MySQL, MariaDB), record changed since read (MariaDB's
+			// snapshot isolation).
+			return mark(err, store.ErrTransient)
 		}
 		return err
 	}
 	if errors.Is(err, mysql.ErrInvalidConn) {
-		return mark(store.ErrTransient, err)
+		return mark(err, store.ErrTransient)
 	}
 	return classifyCommon(err)
+}
+
+// mysqlLost reports whether err says that a statement's connection ended
+// after the statement may have reached the server. The driver returns
+// driver.ErrBadConn only before it has written anything, and
+// mysql.ErrInvalidConn when it loses the connection afterwards.
+func mysqlLost(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1927, 1053, 2006, 2013:
+			// The session was killed or the server is shutting down or gone:
+			// the statement may have committed before the answer.
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return false // never connected
+	}
+	return connLost(err)
 }
 
 // deleteQueueRange deletes a batch of fenced queue rows on MySQL. InnoDB
@@ -195,6 +229,14 @@ func (s *DB) lockQueueRange(ctx context.Context, t store.Table, fences []store.Q
 	sorted := slices.Clone(fences)
 	slices.SortFunc(sorted, func(a, b store.QueueFence) int { return a.Compare(b.QueueKey) })
 	lock, del := s.queueRangeSQL(t, sorted[0].QueueKey, sorted[len(sorted)-1].QueueKey, len(sorted))
+	// Until the commit, a failure changes nothing: the transaction is
+	// rolled back. The commit's may leave its outcome unknown.
+	committing := false
+	defer func() {
+		if err != nil {
+			err = &txError{err: err, commit: committing}
+		}
+	}()
 	s.statements.Add(1)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
@@ -259,6 +301,7 @@ func (s *DB) lockQueueRange(ctx context.Context, t store.Table, fences []store.Q
 		return 0, false, fmt.Errorf("range delete of %d locked queue rows deleted %d", len(sorted), n)
 	}
 	s.statements.Add(1)
+	committing = true
 	if err := tx.Commit(); err != nil {
 		return 0, false, err
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // The MySQL driver answers a canceled context by closing the connection.
@@ -36,14 +38,15 @@ type killConnector struct {
 }
 
 func (c *killConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	// An error here comes before any statement of the store's was sent.
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, notSentError{err}
 	}
 	id, err := connectionID(ctx, conn)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("read the connection id: %w", err)
+		return nil, notSentError{fmt.Errorf("read the connection id: %w", err)}
 	}
 	return &killConn{conn: conn, id: id, killer: c.killer}, nil
 }
@@ -108,10 +111,25 @@ func (c *killConn) ExecContext(ctx context.Context, query string, args []driver.
 	defer done()
 	res, err := c.conn.(driver.ExecerContext).ExecContext(inner, query, args)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, driver.ErrSkip) {
-		// Interrupted (error 1317) because the caller gave up.
-		return nil, fmt.Errorf("%w (the server stopped the statement: %v)", ctx.Err(), err)
+		return nil, stopped(ctx, err)
 	}
 	return res, err
+}
+
+// stopped is the error of a write whose context ended: ctx's error, and
+// the driver's. The server answered (interrupted, error 1317), or the
+// statement was never sent (driver.ErrBadConn), or the connection was
+// dropped before an answer, which leaves the outcome unknown: the driver
+// then returns the context's error, so the drop is marked here.
+func stopped(ctx context.Context, err error) error {
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me):
+		return fmt.Errorf("%w (the server stopped the statement: %w)", ctx.Err(), err)
+	case errors.Is(err, driver.ErrBadConn):
+		return fmt.Errorf("%w (not sent: %w)", ctx.Err(), err)
+	}
+	return lostError{fmt.Errorf("%w (the connection was dropped before the server answered: %v)", ctx.Err(), err)}
 }
 
 // watch returns the context for the driver and a function to call when the
@@ -212,7 +230,7 @@ func (s *killStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 	defer done()
 	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(inner, args)
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("%w (the server stopped the statement: %v)", ctx.Err(), err)
+		return nil, stopped(ctx, err)
 	}
 	return res, err
 }

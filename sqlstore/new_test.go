@@ -46,14 +46,14 @@ func TestNew(t *testing.T) {
 			if _, err := made.Lock(ctx, false); !errors.Is(err, store.ErrLocked) {
 				t.Errorf("Lock while Open's store holds it: %v, want ErrLocked", err)
 			}
-			if err := unlock(); err != nil {
+			if err := unlock.Unlock(); err != nil {
 				t.Fatal(err)
 			}
 			unlock, err = made.Lock(ctx, false)
 			if err != nil {
 				t.Fatalf("Lock once released: %v", err)
 			}
-			if err := unlock(); err != nil {
+			if err := unlock.Unlock(); err != nil {
 				t.Fatal(err)
 			}
 			if e != sqlstore.SQLite {

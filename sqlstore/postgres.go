@@ -55,6 +55,7 @@ var postgresDialect = &dialect{
 	},
 	forUpdate: " FOR UPDATE",
 	classify:  classifyPostgres,
+	lost:      postgresLost,
 }
 
 // newPostgresConnector is Connector for a PostgreSQL DSN.
@@ -161,18 +162,49 @@ func classifyPostgres(err error) error {
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == "23505": // unique_violation
-			return mark(store.ErrConditionFailed, err)
+			return mark(err, store.ErrConditionFailed)
+		case pe.Code == "25006": // read_only_sql_transaction: a standby, or default_transaction_read_only
+			return mark(err, store.ErrReadOnly)
+		case pe.Code == "53100": // disk_full
+			return mark(err, store.ErrDiskFull)
 		case pe.Code == "40001", pe.Code == "40P01", pe.Code == "55P03", pe.Code == "57014",
 			strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"),
 			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03":
-			return mark(store.ErrTransient, err)
+			// serialization failure, deadlock, lock not available, query
+			// canceled, connection exceptions, insufficient resources (out of
+			// memory, too many connections; not a full disk), the session
+			// ended by an administrator or a shutdown.
+			return mark(err, store.ErrTransient)
 		}
 		return err
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return mark(store.ErrTransient, err)
+		return mark(err, store.ErrTransient)
 	}
 	return classifyCommon(err)
+}
+
+// postgresLost reports whether err says that a statement's connection
+// ended after the statement may have reached the server.
+func postgresLost(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return false // never connected
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// The server answered. A FATAL error ends the session: one that
+		// pg_terminate_backend or a shutdown sends may come after the
+		// statement committed, before its answer was sent.
+		sev := pe.SeverityUnlocalized
+		if sev == "" {
+			sev = pe.Severity
+		}
+		return sev == "FATAL" || sev == "PANIC"
+	}
+	// pgx tells an error before anything was sent by SafeToRetry (and its
+	// database/sql driver turns those into driver.ErrBadConn).
+	return !pgconn.SafeToRetry(err) && (connLost(err) || pgconn.Timeout(err))
 }
 
 // redactErr returns err's text on one line, with the DSN's password

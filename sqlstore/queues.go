@@ -9,9 +9,10 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// Tables implements store.Store.
+// Tables implements store.Store. It is a start-up statement: bounded
+// even without a statement timeout (see withStartup).
 func (s *DB) Tables(ctx context.Context) ([]store.Table, error) {
-	ctx, cancel := s.withStatement(ctx)
+	ctx, cancel := s.withStartup(ctx)
 	defer cancel()
 	s.statements.Add(1)
 	names, err := s.tableNames(ctx)

@@ -5,6 +5,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -69,15 +70,31 @@ var columns = map[string][]string{
 // Check inspects the schema. It returns an error wrapping store.ErrSchema if the
 // v1 task tables are missing or a present task table lacks a column the
 // scavenger uses; the SchemaInfo says what was found either way.
+//
+// A statement of the check that could not finish (a table lock held by
+// another session, a timeout, a lost connection, a cancelled ctx) says
+// nothing about the schema: Check then returns that error, transient or
+// ctx's, not store.ErrSchema, and the SchemaInfo is incomplete. Its
+// statements are bounded by Options.StatementTimeout, or 30s without one.
 func (s *DB) Check(ctx context.Context) (store.SchemaInfo, error) {
+	ctx, cancel := s.withStartup(ctx)
+	defer cancel()
 	info := store.SchemaInfo{Engine: string(s.d.engine)}
 	names, err := s.tableNames(ctx)
 	if err != nil {
 		return info, err
 	}
+	// unfinished reports whether err, a statement's, is one that did not
+	// finish rather than one that found something wrong.
+	unfinished := func(err error) bool {
+		return ctx.Err() != nil || errors.Is(err, store.ErrTransient)
+	}
 	if names["schema_version"] {
 		v, err := s.schemaVersion(ctx)
 		if err != nil {
+			if err = s.wrap(ctx, "read schema_version", err); unfinished(err) {
+				return info, err
+			}
 			info.Problems = append(info.Problems, "cannot read schema_version: "+err.Error())
 		}
 		info.Version = v
@@ -100,6 +117,9 @@ func (s *DB) Check(ctx context.Context) (store.SchemaInfo, error) {
 			q := "SELECT " + strings.Join(columns[name], ", ") + " FROM " + name + " WHERE 1 = 0"
 			rows, err := s.db.QueryContext(ctx, q)
 			if err != nil {
+				if err := s.wrap(ctx, "check the columns of "+name, err); unfinished(err) {
+					return info, err
+				}
 				info.Problems = append(info.Problems, fmt.Sprintf("table %s does not have Temporal's columns (%s): %v", name, strings.Join(columns[name], ", "), err))
 				ok = false
 				continue

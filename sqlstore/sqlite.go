@@ -32,6 +32,7 @@ var sqliteDialect = &dialect{
 		return deleteForm{probe: b.String(), probeArg: b.args}
 	},
 	classify: classifySQLite,
+	lost:     sqliteLost,
 }
 
 // newSQLiteConnector is Connector for a SQLite DSN.
@@ -45,7 +46,7 @@ func newSQLiteConnector(d DSN, opts Options) (driver.Connector, error) {
 	case errors.Is(statErr, os.ErrNotExist):
 		// It wraps os.ErrNotExist too, for a command that offers to create
 		// the database.
-		return nil, mark(os.ErrNotExist, fmt.Errorf("%w: SQLite file %s does not exist", unavailable(true), d.Path))
+		return nil, mark(fmt.Errorf("%w: SQLite file %s does not exist", unavailable(true), d.Path), os.ErrNotExist)
 	default:
 		return nil, fmt.Errorf("%w: SQLite file %s: %v", ErrUnavailable, d.Path, statErr)
 	}
@@ -152,10 +153,21 @@ func classifySQLite(err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR:
-			return mark(store.ErrTransient, err)
+			return mark(err, store.ErrTransient)
 		case sqlite3.SQLITE_CONSTRAINT:
-			return mark(store.ErrConditionFailed, err)
+			return mark(err, store.ErrConditionFailed)
+		case sqlite3.SQLITE_READONLY:
+			// A file or directory without write permission, a read-only
+			// mount, or a file opened read-only.
+			return mark(err, store.ErrReadOnly)
+		case sqlite3.SQLITE_FULL:
+			// The disk, or the file's max_page_count, is full.
+			return mark(err, store.ErrDiskFull)
 		}
 	}
 	return classifyCommon(err)
 }
+
+// sqliteLost reports nothing lost: SQLite runs in the process, so a
+// failed statement is one SQLite rolled back.
+func sqliteLost(error) bool { return false }

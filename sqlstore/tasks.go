@@ -55,7 +55,7 @@ func (s *DB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r
 	f := s.d.deleteLimited(s.newBuilder(), t, q, r, limit)
 	if f.probe == "" {
 		n, err := s.exec(ctx, f.stmt, f.args)
-		return n, s.wrap(ctx, op, err)
+		return n, s.wrapWrite(ctx, op, err)
 	}
 	// Probe for the limit-th key, then delete a plain key range up to it:
 	// the fastest correct form where DELETE … LIMIT does not exist.
@@ -80,7 +80,7 @@ func (s *DB) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r
 	}
 	b := s.deleteRangeSQL(t, q, store.TaskRange{Min: r.Min, Max: max})
 	n, err := s.exec(ctx, b.String(), b.args)
-	return n, s.wrap(ctx, op, err)
+	return n, s.wrapWrite(ctx, op, err)
 }
 
 // deleteRangeSQL deletes every task of q inside r.
@@ -159,7 +159,7 @@ func (s *DB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.Queue
 		d, err := s.exec(ctx, b.String(), b.args)
 		total += d
 		if err != nil {
-			return total, s.wrap(ctx, "delete orphans of "+taskTable(t), err)
+			return total, s.wrapWrite(ctx, "delete orphans of "+taskTable(t), err)
 		}
 		keys = keys[n:]
 	}

@@ -21,7 +21,7 @@ func (s *DB) CreateQueue(ctx context.Context, t store.Table, row store.QueueRow)
 	b.w("INSERT INTO ", queueTable(t), " (range_hash, task_queue_id, range_id, data, data_encoding) VALUES (").
 		p(int64(row.RangeHash)).w(", ").p(row.ID).w(", ").p(row.RangeID).w(", ").p(row.Data).w(", ").p(row.Encoding).w(")")
 	_, err := s.exec(ctx, b.String(), b.args)
-	return s.wrap(ctx, "create queue "+row.QueueKey.String(), err)
+	return s.wrapWrite(ctx, "create queue "+row.QueueKey.String(), err)
 }
 
 // UpdateQueue implements store.Writer.
@@ -33,7 +33,7 @@ func (s *DB) UpdateQueue(ctx context.Context, t store.Table, row store.QueueRow,
 		w(", data_encoding = ").p(row.Encoding).w(" WHERE ").whereQueue(row.QueueKey).w(" AND range_id = ").p(prevRangeID)
 	n, err := s.exec(ctx, b.String(), b.args)
 	if err != nil {
-		return s.wrap(ctx, "update queue", err)
+		return s.wrapWrite(ctx, "update queue", err)
 	}
 	if n == 0 && s.d.engine == MySQL && row.RangeID == prevRangeID {
 		// MySQL reports the rows an UPDATE changed, not those it matched,
@@ -102,7 +102,7 @@ func (s *DB) AppendTasks(ctx context.Context, t store.Table, owner store.QueueKe
 		tasks = tasks[n:]
 	}
 	s.statements.Add(1)
-	return s.wrap(ctx, "append tasks: commit", tx.Commit())
+	return s.wrapAs(ctx, "append tasks: commit", commitEffect, tx.Commit())
 }
 
 // CompleteTasks implements store.Writer.
@@ -111,5 +111,5 @@ func (s *DB) CompleteTasks(ctx context.Context, t store.Table, q store.QueueKey,
 	defer cancel()
 	b := s.deleteRangeSQL(t, q, store.TaskRange{Max: through})
 	n, err := s.exec(ctx, b.String(), b.args)
-	return n, s.wrap(ctx, "delete "+taskTable(t), err)
+	return n, s.wrapWrite(ctx, "delete "+taskTable(t), err)
 }

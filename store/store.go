@@ -144,8 +144,9 @@ type Writer interface {
 type Locker interface {
 	// Lock takes the lock. With wait it blocks until the lock is free or
 	// ctx ends; without, it returns an error wrapping ErrLocked at once if
-	// another scavenger holds it. The returned function releases it.
-	Lock(ctx context.Context, wait bool) (unlock func() error, err error)
+	// another scavenger holds it. The caller checks the returned Lock
+	// while it works and releases it when done.
+	Lock(ctx context.Context, wait bool) (Lock, error)
 }
 
 // Lock is a held one-scavenger-at-a-time lock. A lock can be lost while

@@ -170,6 +170,8 @@ func advise(err error) error {
 	switch {
 	case errors.Is(err, store.ErrStatementTimeout) && errors.Is(err, scavenger.ErrGaveUp):
 		return fmt.Errorf("%w (raise --statement-timeout, or lower --task-batch-size, or find what holds the locks)", err)
+	case errors.Is(err, store.ErrStatementTimeout):
+		return fmt.Errorf("%w (another session may hold a lock on the task tables; raise --statement-timeout, or find what holds the locks)", err)
 	case errors.Is(err, scavenger.ErrGaveUp):
 		return fmt.Errorf("%w (the database kept failing for --retry-for; see the warnings above)", err)
 	case errors.Is(err, store.ErrReadOnly):

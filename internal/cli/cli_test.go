@@ -172,7 +172,7 @@ func TestLockedDatabase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer unlock()
+			defer unlock.Unlock()
 			checkError(t, []string{"run", "--db", dsn}, "another tqscavenger is running against this database; wait for it, or pass --wait-lock", cli.ExitLocked, tqs)
 		})
 	}
@@ -255,5 +255,53 @@ func TestNoDatabase(t *testing.T) {
 	}
 	for _, args := range [][]string{{"run"}, {"schema", "check"}, {"schema", "setup"}} {
 		checkUsageError(t, args, "pass --db DSN or set TQSCAVENGER_DB", tqs)
+	}
+}
+
+// TestForeignDSNForms: other drivers' DSN forms and misspelt schemes are
+// refused by every command that takes a DSN, with status 2 and the forms
+// it takes, and the password never reaches the output.
+func TestForeignDSNForms(t *testing.T) {
+	t.Setenv("TQSCAVENGER_CONFIG", "")
+	for _, c := range []struct{ name, dsn, hint string }{
+		{"go-sql-driver", "temporal:" + dbSecret + "@tcp(127.0.0.1:3306)/temporal", "go-sql-driver/mysql DSN"},
+		{"libpq key=value", "host=127.0.0.1 user=temporal password=" + dbSecret + " dbname=temporal", "libpq key=value string"},
+		{"libpq key=value, quoted", "host=127.0.0.1 password='" + dbSecret + " x' dbname=temporal", "libpq key=value string"},
+		{"postgress://", "postgress://temporal:" + dbSecret + "@127.0.0.1:5432/temporal", `did you mean "postgres"`},
+		{"mysq://", "mysq://temporal:" + dbSecret + "@127.0.0.1:3306/temporal", `did you mean "mysql"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir) // a DSN taken for a SQLite path would create a file here
+			for _, args := range [][]string{
+				// serve first: on a file a broken check let another command
+				// create, it would serve for good.
+				{"serve", "--listen", "", "--db", c.dsn},
+				{"run", "--db", c.dsn},
+				{"schema", "check", "--db", c.dsn},
+				{"schema", "setup", "--db", c.dsn},
+				{"report", "--db", c.dsn},
+				{"config", "--db", c.dsn},
+				{"seed", "--db", c.dsn},
+			} {
+				checkUsageError(t, args, c.hint, tqs)
+				checkError(t, args, "use postgres://, mysql://, sqlite:PATH", cli.ExitUsage, tqs)
+			}
+			// demo takes a file path only.
+			checkUsageError(t, []string{"demo", "--db", c.dsn}, "give a file path", tqs)
+			// From the environment, as the password should come.
+			t.Setenv("TQSCAVENGER_DB", c.dsn)
+			checkUsageError(t, []string{"run"}, c.hint, tqs)
+			if code, out, errOut := tqs("config"); code != cli.ExitUsage || strings.Contains(out+errOut, dbSecret) {
+				t.Errorf("config with TQSCAVENGER_DB: exit %d, output:\n%s%s", code, out, errOut)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				t.Errorf("a command created %s: the DSN was taken for a SQLite path", e.Name())
+			}
+		})
 	}
 }

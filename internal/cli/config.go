@@ -226,6 +226,11 @@ func configCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if ss.sf.db != "" {
+		if _, err := sqlstore.ParseDSN(ss.sf.db); err != nil {
+			return err
+		}
+	}
 	settings := r.settings
 	fmt.Fprintln(e.stdout, "# tqscavenger serve: effective configuration, passwords masked.")
 	fmt.Fprintln(e.stdout, "# Precedence: flag > TQSCAVENGER_* environment > config file > default.")

@@ -201,11 +201,16 @@ func schemaCmd(ctx context.Context, e *env, args []string) error {
 	sub := args[0]
 	fs := newFlags(e, "schema "+sub, "--db DSN")
 	var dsn string
+	var stmtTO time.Duration
 	fs.StringVar(&dsn, "db", "", "database DSN")
+	fs.DurationVar(&stmtTO, "statement-timeout", 0, "bound on each statement (default 30s for the check)")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	db, err := open(ctx, dsn, sqlstore.Options{Create: sub == "setup"})
+	if stmtTO < 0 {
+		return usagef("--statement-timeout %s: must not be negative", stmtTO)
+	}
+	db, err := open(ctx, dsn, sqlstore.Options{Create: sub == "setup", StatementTimeout: stmtTO})
 	if err != nil {
 		return err
 	}
@@ -218,6 +223,11 @@ func schemaCmd(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	info, err := db.Check(ctx)
+	if err != nil && !errors.Is(err, store.ErrSchema) {
+		// The check did not finish (a lock wait, a timeout, a signal): what
+		// it found so far says nothing.
+		return err
+	}
 	fmt.Fprint(e.stdout, info)
 	if err != nil {
 		return err

@@ -255,14 +255,16 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	if cfg.Tables == nil {
 		cfg.Tables = info.Tables
 	}
-	unlock, err := db.Lock(ctx, waitLock)
+	lock, err := db.Lock(ctx, waitLock)
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
 		}
 		return err
 	}
-	defer unlock()
+	defer lock.Unlock()
+	// The pass checks the lock as it goes, and fails if it is lost.
+	cfg.Lock = lock
 
 	s := scavenger.New(db, cfg)
 	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(s.Config().Tables), "dry_run", cfg.DryRun)
