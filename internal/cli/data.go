@@ -200,12 +200,12 @@ func schemaCmd(ctx context.Context, e *env, args []string) error {
 	}
 	sub := args[0]
 	fs := newFlags(e, "schema "+sub, "--db DSN")
-	var dsn string
-	fs.StringVar(&dsn, "db", "", "database DSN")
+	var cf connFlags
+	cf.register(fs)
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	db, err := open(ctx, dsn, sqlstore.Options{Create: sub == "setup"})
+	db, err := cf.open(ctx, fs, args[1:], sqlstore.Options{Create: sub == "setup"}, stderrWarn(e, "schema "+sub))
 	if err != nil {
 		return err
 	}
