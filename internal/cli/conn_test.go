@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -318,5 +320,29 @@ func TestSecretsMasked(t *testing.T) {
 	}
 	if strings.Contains(out+errOut, dbSecret) {
 		t.Errorf("config shows a secret:\n%s", out)
+	}
+}
+
+// TestServeMasksSQLToolPassword: serve named its database by
+// temporal-sql-tool's settings, the password in SQL_PASSWORD: neither the
+// status page nor the log shows it (PostgreSQL here ignores it).
+func TestServeMasksSQLToolPassword(t *testing.T) {
+	d, err := url.Parse(testdb.DSN(t, sqlstore.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setEnv(t, map[string]string{"SQL_PASSWORD": dbSecret})
+	p := startServe(t, "--plugin", "postgres12", "--ep", d.Hostname(), "--port", d.Port(), "--user", d.User.Username(),
+		"--database", strings.TrimPrefix(d.Path, "/"), "--connect-attributes", "search_path="+d.Query().Get("search_path"), "--every", "1h")
+	code, body := get(t, "http://"+p.addr()+"/")
+	if code != 200 || strings.Contains(body, dbSecret) || !strings.Contains(body, "xxxxx") {
+		t.Errorf("status page: %d, password shown or not masked:\n%s", code, body)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(30 * time.Second); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	if strings.Contains(p.log(), dbSecret) {
+		t.Errorf("the log shows the password:\n%s", p.log())
 	}
 }
