@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -24,7 +25,17 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testdb.StopTLSServers() // before the leak check: they have goroutines
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // forEachEngine runs f on a fresh store of every engine, in parallel.
 func forEachEngine(t *testing.T, f func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB)) {

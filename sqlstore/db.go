@@ -44,6 +44,14 @@ type Options struct {
 	// BusyTimeout is how long SQLite waits for a lock held by another
 	// process (such as a running Temporal dev server). Default 5s.
 	BusyTimeout time.Duration
+
+	// TLS, if set, makes every connection to PostgreSQL or MySQL use TLS
+	// with these settings (and never fall back to plain text). The DSN
+	// must then hold no TLS parameters of its own (PostgreSQL's sslmode,
+	// sslrootcert, …; MySQL's tls). SQLite has no TLS. Open and New's
+	// errors say, in a *TLSError, when the handshake failed on the
+	// certificates.
+	TLS *TLS
 }
 
 // WithDefaults returns o with its zero fields set to their defaults: the
@@ -114,7 +122,7 @@ func OpenDSN(ctx context.Context, d DSN, opts Options) (*DB, error) {
 // transactions, Options.BusyTimeout and synchronous=NORMAL in WAL mode
 // on every connection, and Options.Create; on PostgreSQL, cancel requests
 // (see ConfigurePostgres); on MySQL, parameters interpolated client side
-// and found rather than changed rows reported.
+// and found rather than changed rows reported; on both, Options.TLS.
 //
 // It is for a program that wants plain SQL on the database beside a
 // store: sql.OpenDB(c) gives it a pool of its own. On SQLite, that pool's
@@ -125,11 +133,14 @@ func Connector(d DSN, opts Options) (driver.Connector, error) {
 	opts = opts.WithDefaults()
 	switch d.Engine {
 	case SQLite:
+		if opts.TLS != nil {
+			return nil, fmt.Errorf("%w: SQLite is a file: it has no TLS", ErrTLS)
+		}
 		return newSQLiteConnector(d, opts)
 	case Postgres:
-		return newPostgresConnector(d)
+		return newPostgresConnector(d, opts)
 	case MySQL:
-		return newMySQLConnector(d)
+		return newMySQLConnector(d, opts)
 	}
 	return nil, fmt.Errorf("%w: unknown engine %q", ErrBadDSN, d.Engine)
 }
@@ -254,6 +265,10 @@ func (s *DB) unavailable(err error, learnDSN bool) error {
 	if learnDSN {
 		where = string(s.d.engine) + " connector"
 	}
+	if te := tlsFailure(err); te != nil && s.d.engine != SQLite {
+		te.detail = redactErr(err, s.dsn)
+		return fmt.Errorf("%w: %s: %w", unavailable(true), where, te)
+	}
 	switch s.d.engine {
 	case SQLite:
 		if learnDSN {
@@ -263,7 +278,7 @@ func (s *DB) unavailable(err error, learnDSN bool) error {
 	case Postgres:
 		return fmt.Errorf("%w: %s: %s%s", unavailable(pgRefused(err)), where, redactErr(err, s.dsn), pgHint(err))
 	default:
-		return fmt.Errorf("%w: %s: %s%s", unavailable(mysqlRefused(err)), where, redactErr(err, s.dsn), mysqlHint(err))
+		return fmt.Errorf("%w: %s: %s%s%s", unavailable(mysqlRefused(err)), where, redactErr(err, s.dsn), mysqlHint(err), tlsHint(err, s.opts.TLS))
 	}
 }
 

@@ -24,5 +24,7 @@
 //   - sqlite.go, postgres.go, mysql.go: each engine's dialect, connection
 //     settings and error classification; mysqlconn.go, the MySQL
 //     connector that stops a cancelled write on the server.
+//   - tls.go: TLS settings as data (Options.TLS), the tls.Config they
+//     make for each driver, and what a failed handshake means (TLSError).
 //   - dsn.go: DSNs.
 package sqlstore

@@ -93,16 +93,22 @@ func mysqlConfig(d DSN) (*mysql.Config, error) {
 }
 
 // newMySQLConnector is Connector for a MySQL DSN.
-func newMySQLConnector(d DSN) (driver.Connector, error) {
+func newMySQLConnector(d DSN, opts Options) (driver.Connector, error) {
 	c, err := mysqlConfig(d)
 	if err != nil {
 		return nil, err
+	}
+	wrap := func(c driver.Connector) driver.Connector { return c }
+	if opts.TLS != nil {
+		if wrap, err = useMySQLTLS(c, d, opts.TLS); err != nil {
+			return nil, err
+		}
 	}
 	conn, err := mysql.NewConnector(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, d, redactErr(err, d))
 	}
-	return conn, nil
+	return wrap(conn), nil
 }
 
 // learnMySQL learns the store's database from its connection.

@@ -59,10 +59,15 @@ var postgresDialect = &dialect{
 }
 
 // newPostgresConnector is Connector for a PostgreSQL DSN.
-func newPostgresConnector(d DSN) (driver.Connector, error) {
+func newPostgresConnector(d DSN, opts Options) (driver.Connector, error) {
 	cfg, err := pgx.ParseConfig(d.URL.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadDSN, d, redactErr(err, d))
+	}
+	if opts.TLS != nil {
+		if err := usePostgresTLS(cfg, d, opts.TLS); err != nil {
+			return nil, err
+		}
 	}
 	ConfigurePostgres(cfg)
 	return stdlib.GetConnector(*cfg), nil

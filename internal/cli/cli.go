@@ -154,6 +154,7 @@ func exitStatus(err error) int {
 	case errors.As(err, &ue),
 		errors.Is(err, sqlstore.ErrBadDSN),
 		errors.Is(err, sqlstore.ErrRefused),
+		errors.Is(err, sqlstore.ErrTLS),
 		errors.Is(err, store.ErrSchema):
 		return ExitUsage
 	case errors.Is(err, store.ErrLocked):
@@ -167,6 +168,10 @@ func exitStatus(err error) int {
 // advise adds what the user can do to the library's errors, which say
 // only what happened.
 func advise(err error) error {
+	var te *sqlstore.TLSError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%w (%s)", err, tlsAdvice[te.Reason])
+	}
 	switch {
 	case errors.Is(err, store.ErrStatementTimeout) && errors.Is(err, scavenger.ErrGaveUp):
 		return fmt.Errorf("%w (raise --statement-timeout, or lower --task-batch-size, or find what holds the locks)", err)
@@ -186,6 +191,17 @@ func advise(err error) error {
 	return err
 }
 
+// tlsAdvice is what to do about each reason of a failed TLS handshake,
+// in the flags' words and a Temporal config's.
+var tlsAdvice = map[sqlstore.TLSReason]string{
+	sqlstore.TLSUnknownAuthority:   "give the CA that signed the server's certificate: --tls-ca-file, or tls.caFile in a Temporal config",
+	sqlstore.TLSWrongName:          "connect by a name the certificate holds, or give it with --tls-server-name (tls.serverName in a Temporal config)",
+	sqlstore.TLSBadCertificate:     "the server's certificate has expired, is not valid yet, or is not a server's",
+	sqlstore.TLSClientCertRequired: "give a client certificate: --tls-cert-file and --tls-key-file, or tls.certFile and tls.keyFile in a Temporal config",
+	sqlstore.TLSClientCertRefused:  "is the client certificate signed by a CA the server trusts, and for this user?",
+	sqlstore.TLSNotOffered:         "turn TLS on at the server, or connect without TLS settings",
+}
+
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }
@@ -198,7 +214,9 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nDatabases: --db postgres://user:pass@host:5432/db | mysql://user:pass@host:3306/db | sqlite:PATH | PATH")
-	fmt.Fprintln(w, "           or the environment variable TQSCAVENGER_DB.")
+	fmt.Fprintln(w, "           or the environment variable TQSCAVENGER_DB; or --temporal-config FILE (a Temporal server's")
+	fmt.Fprintln(w, "           config); or temporal-sql-tool's --endpoint, --port, --user, --database, --plugin (or SQL_*).")
+	fmt.Fprintln(w, "           TLS: --tls-ca-file, --tls-cert-file, --tls-key-file, --tls-server-name (or SQL_TLS_*).")
 	fmt.Fprintln(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (serve, run) > default.")
 	fmt.Fprintln(w, exitStatusHelp)
 }
@@ -215,12 +233,13 @@ func newFlags(e *env, name, args string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and fills every flag not given from the environment
-// (TQSCAVENGER_ + the flag name in upper case, '-' as '_'), except the
-// flags named in noEnv, then, for a command with --config, every flag
-// still unset from the config file.
+// parse parses args (an alias such as --ep as its flag) and fills every
+// flag not given from the environment (TQSCAVENGER_ + the flag name in
+// upper case, '-' as '_', or temporal-sql-tool's SQL_* name of the
+// setting: see envLookup), except the flags named in noEnv, then, for a
+// command with --config, every flag still unset from the config file.
 func parse(fs *flag.FlagSet, args []string, noEnv ...string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(canonicalArgs(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -236,10 +255,18 @@ func parse(fs *flag.FlagSet, args []string, noEnv ...string) error {
 		if set[f.Name] || slices.Contains(noEnv, f.Name) {
 			return
 		}
-		name := envName(f.Name)
-		if v, ok := os.LookupEnv(name); ok {
+		name, v, ok, err := envLookup(f.Name)
+		if err != nil {
+			errs = append(errs, err.Error())
+			return
+		}
+		if ok {
 			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Sprintf("%s=%q: %v", name, v, err))
+				shown := v
+				if secretFlags[f.Name] {
+					shown = "xxxxx"
+				}
+				errs = append(errs, fmt.Sprintf("%s=%q: %v", name, shown, err))
 			}
 		}
 	})
@@ -287,7 +314,8 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// open opens the store named by dsn, mapping failures to clear errors.
+// open opens the store named by dsn, mapping failures to clear errors:
+// seed's, which takes a DSN only from its command line.
 func open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB, error) {
 	if dsn == "" {
 		return nil, usagef("no database: pass --db DSN or set TQSCAVENGER_DB (postgres://…, mysql://…, sqlite:PATH or a file path)")

@@ -160,9 +160,15 @@ func applyConfigFile(fs *flag.FlagSet) error {
 	return nil
 }
 
-// effectiveSettings lists every flag of fs after parse(fs, args), with
-// where its value came from. Secrets are masked.
-func effectiveSettings(fs *flag.FlagSet, args []string) ([]daemon.Setting, error) {
+// origin is where a flag's value came from.
+type origin struct {
+	layer string // fromFlag, fromEnv, fromFile or fromDefault
+	name  string // as the user wrote it: --db, TQSCAVENGER_DB, SQL_HOST, db in FILE
+}
+
+// origins returns where the value of each flag of fs came from, after
+// parse(fs, args).
+func origins(fs *flag.FlagSet, args []string) (map[string]origin, error) {
 	// Which flags the command line set: parse args again into throwaway
 	// values, so fs keeps the values parse gave it.
 	cmdline := map[string]bool{}
@@ -171,13 +177,15 @@ func effectiveSettings(fs *flag.FlagSet, args []string) ([]daemon.Setting, error
 	fs.VisitAll(func(f *flag.Flag) {
 		scratch.Var(discard{isBool: isBoolFlag(f)}, f.Name, "")
 	})
-	if err := scratch.Parse(args); err != nil {
+	if err := scratch.Parse(canonicalArgs(fs, args)); err != nil {
 		return nil, usageError{err}
 	}
 	scratch.Visit(func(f *flag.Flag) { cmdline[f.Name] = true })
 	inFile := map[string]bool{}
+	file := ""
 	if cf := fs.Lookup("config"); cf != nil && cf.Value.String() != "" {
-		settings, err := readConfigFile(cf.Value.String(), sectionOf(fs))
+		file = cf.Value.String()
+		settings, err := readConfigFile(file, sectionOf(fs))
 		if err != nil {
 			return nil, err
 		}
@@ -185,22 +193,41 @@ func effectiveSettings(fs *flag.FlagSet, args []string) ([]daemon.Setting, error
 			inFile[s.name] = true
 		}
 	}
-	var out []daemon.Setting
+	out := map[string]origin{}
+	var errs []string
 	fs.VisitAll(func(f *flag.Flag) {
-		s := daemon.Setting{Name: f.Name, Value: f.Value.String(), Source: fromDefault}
-		_, inEnv := os.LookupEnv(envName(f.Name))
+		o := origin{layer: fromDefault}
+		variable, _, inEnv, err := envLookup(f.Name)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
 		switch {
 		case cmdline[f.Name]:
-			s.Source = fromFlag
+			o = origin{fromFlag, "--" + f.Name}
 		case inEnv:
-			s.Source = fromEnv
+			o = origin{fromEnv, variable}
 		case inFile[f.Name]:
-			s.Source = fromFile
+			o = origin{fromFile, f.Name + " in " + file}
 		}
-		if f.Name == "db" {
-			s.Value = sqlstore.Redact(s.Value)
-		}
-		out = append(out, s)
+		out[f.Name] = o
+	})
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return nil, usagef("%s", strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// effectiveSettings lists every flag of fs after parse(fs, args), with
+// where its value came from. Secrets are masked.
+func effectiveSettings(fs *flag.FlagSet, args []string) ([]daemon.Setting, error) {
+	o, err := origins(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	var out []daemon.Setting
+	fs.VisitAll(func(f *flag.Flag) {
+		out = append(out, daemon.Setting{Name: f.Name, Value: maskSetting(f.Name, f.Value.String()), Source: o[f.Name].layer})
 	})
 	return out, nil
 }
@@ -226,8 +253,8 @@ func configCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if ss.sf.db != "" {
-		if _, err := sqlstore.ParseDSN(ss.sf.db); err != nil {
+	if ss.cf.db != "" {
+		if _, err := sqlstore.ParseDSN(ss.cf.db); err != nil {
 			return err
 		}
 	}

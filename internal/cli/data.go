@@ -200,9 +200,9 @@ func schemaCmd(ctx context.Context, e *env, args []string) error {
 	}
 	sub := args[0]
 	fs := newFlags(e, "schema "+sub, "--db DSN")
-	var dsn string
+	var cf connFlags
 	var stmtTO time.Duration
-	fs.StringVar(&dsn, "db", "", "database DSN")
+	cf.register(fs)
 	fs.DurationVar(&stmtTO, "statement-timeout", 0, "bound on each statement (default 30s for the check)")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
@@ -210,7 +210,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) error {
 	if stmtTO < 0 {
 		return usagef("--statement-timeout %s: must not be negative", stmtTO)
 	}
-	db, err := open(ctx, dsn, sqlstore.Options{Create: sub == "setup", StatementTimeout: stmtTO})
+	db, err := cf.open(ctx, fs, args[1:], sqlstore.Options{Create: sub == "setup", StatementTimeout: stmtTO}, stderrWarn(e, "schema "+sub))
 	if err != nil {
 		return err
 	}

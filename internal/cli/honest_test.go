@@ -46,11 +46,15 @@ func TestRefusedBeforeAnyWork(t *testing.T) {
 	}
 }
 
-// TestSeedAndDemoIgnoreTheEnvironment: with the production DSN exported
-// for run and serve, seed and demo must not write into it.
+// TestSeedAndDemoIgnoreTheEnvironment: with the production database named
+// in the environment for run and serve (a DSN, a Temporal config,
+// temporal-sql-tool's variables), seed and demo must not write into it.
 func TestSeedAndDemoIgnoreTheEnvironment(t *testing.T) {
 	prod := seedFile(t) // stands for the production database
 	t.Setenv("TQSCAVENGER_DB", prod)
+	t.Setenv("TQSCAVENGER_TEMPORAL_CONFIG", writeTemp(t, "temporal.yaml", temporalYAML("pluginName: sqlite\ndatabaseName: "+prod)))
+	t.Setenv("SQL_PLUGIN", "sqlite")
+	t.Setenv("SQL_DATABASE", prod)
 	before := fileSum(t, prod)
 	// seed without --db: no database, whatever the environment says.
 	if code, _, errOut := tqs("seed", "--queues", "1"); code != cli.ExitUsage || !strings.Contains(errOut, "no database") {

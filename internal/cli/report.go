@@ -12,11 +12,12 @@ import (
 func reportCmd(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "report", "--db DSN [--json]")
 	var (
-		dsn, now, tables string
-		asJSON, modes    bool
-		grace            time.Duration
+		cf            connFlags
+		now, tables   string
+		asJSON, modes bool
+		grace         time.Duration
 	)
-	fs.StringVar(&dsn, "db", "", "database DSN")
+	cf.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "write JSON instead of tables")
 	fs.BoolVar(&modes, "modes", true, "add what each scavenger mode would delete (dry runs)")
 	fs.StringVar(&now, "now", "", "pretend the time is this RFC 3339 instant")
@@ -36,7 +37,7 @@ func reportCmd(ctx context.Context, e *env, args []string) error {
 	if grace < 0 {
 		return usagef("--grace %s: must not be negative", grace)
 	}
-	db, info, err := openChecked(ctx, dsn, storeOptionsReadOnly())
+	db, info, err := cf.openChecked(ctx, fs, args, storeOptionsReadOnly(), stderrWarn(e, "report"))
 	if err != nil {
 		return err
 	}

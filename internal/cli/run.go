@@ -25,7 +25,6 @@ import (
 // scavengeFlags are the flags that make a scavenger.Config, shared by run
 // and serve.
 type scavengeFlags struct {
-	db       string
 	compat   string
 	dryRun   bool
 	now      string
@@ -75,7 +74,6 @@ func (m *multiFlag) Set(v string) error {
 }
 
 func (f *scavengeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.db, "db", "", "database DSN: postgres://…, mysql://…, sqlite:PATH or a file path")
 	fs.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
 	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
 	fs.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
@@ -203,10 +201,23 @@ func (f *scavengeFlags) storeOptions() sqlstore.Options {
 	return sqlstore.Options{StatementTimeout: f.stmtTO, MaxConns: f.maxConns}
 }
 
-// openChecked opens the store and refuses a database without usable task
-// tables. Only the tables present and usable are scavenged.
+// openChecked opens the store the flags name and refuses a database
+// without usable task tables. Only the tables present and usable are
+// scavenged.
+func (c *connFlags) openChecked(ctx context.Context, fs *flag.FlagSet, args []string, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, store.SchemaInfo, error) {
+	db, err := c.open(ctx, fs, args, opts, warn)
+	return checked(ctx, db, err)
+}
+
+// openChecked is connFlags.openChecked for a DSN alone (bench raw's).
 func openChecked(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB, store.SchemaInfo, error) {
 	db, err := open(ctx, dsn, opts)
+	return checked(ctx, db, err)
+}
+
+// checked checks the task tables of db, just opened (unless err), and
+// closes it if they cannot be used.
+func checked(ctx context.Context, db *sqlstore.DB, err error) (*sqlstore.DB, store.SchemaInfo, error) {
 	if err != nil {
 		return nil, store.SchemaInfo{}, err
 	}
@@ -221,10 +232,12 @@ func openChecked(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlst
 func runCmd(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run", "--db DSN [flags]")
 	var sf scavengeFlags
+	var cf connFlags
 	var lf logFlags
 	var progress, statsJSON string
 	var waitLock bool
 	sf.register(fs)
+	cf.register(fs)
 	lf.register(fs)
 	configFlag(fs)
 	fs.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
@@ -247,7 +260,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--progress %q: use auto, always or never", progress)
 	}
-	db, info, err := openChecked(ctx, sf.db, sf.storeOptions())
+	db, info, err := cf.openChecked(ctx, fs, args, sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}

@@ -85,15 +85,18 @@ func parseJitter(s string, interval time.Duration) (time.Duration, error) {
 
 // serveSettings are the flags of serve (and of config, which shows them).
 type serveSettings struct {
-	fs *flag.FlagSet
-	sf scavengeFlags
-	lf logFlags
-	df serveFlags
+	fs   *flag.FlagSet
+	args []string
+	sf   scavengeFlags
+	cf   connFlags
+	lf   logFlags
+	df   serveFlags
 }
 
 func newServeSettings(e *env, name, usage string) *serveSettings {
 	s := &serveSettings{fs: newFlags(e, name, usage)}
 	s.sf.register(s.fs)
+	s.cf.register(s.fs)
 	s.lf.register(s.fs)
 	s.df.register(s.fs)
 	configFlag(s.fs)
@@ -114,7 +117,11 @@ type resolved struct {
 // the same values, so it never prints a configuration serve would refuse.
 func (s *serveSettings) resolve(args []string, logOut io.Writer) (resolved, error) {
 	var r resolved
+	s.args = args
 	if err := parse(s.fs, args); err != nil {
+		return r, err
+	}
+	if _, err := s.cf.check(s.fs, args); err != nil {
 		return r, err
 	}
 	if isSet(s.fs, "every") && isSet(s.fs, "cron") {
@@ -148,7 +155,7 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	// A database that cannot be reached or is not Temporal's stops serve at
 	// once (exit status 2): a service manager shows the error and retries.
 	// Failures after start fail single passes instead.
-	db, info, err := openChecked(ctx, sf.db, sf.storeOptions())
+	db, info, err := ss.cf.openChecked(ctx, ss.fs, ss.args, sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,353 @@
+// Package temporalconfig reads the datastores of a Temporal server's
+// configuration file (the YAML `temporal-server start` reads), as the
+// server's loader does (common/config/loader.go in go.temporal.io/server).
+//
+// A file with "enable-template" in a comment within its first 1 KB is a
+// Go template, expanded before it is read as YAML. Temporal gives such a
+// template the environment as .Env and dockerize's default, and sprig's
+// functions besides; this package expands .Env and default, and the
+// template language's own actions and functions (if, eq, …), and refuses
+// every other function by name. A variable that is not set expands to
+// "<no value>", as in Temporal; a setting of the SQL datastore that reads
+// one is refused.
+//
+// Only what says where the data is and how to connect to it is read:
+// persistence.defaultStore and persistence.datastores.
+package temporalconfig
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the part of a Temporal server's configuration that says
+// where its data is.
+type Config struct {
+	// Path is the file it was read from.
+	Path string `yaml:"-"`
+
+	Persistence struct {
+		// DefaultStore names the datastore of Temporal's own data, task
+		// queues included.
+		DefaultStore string               `yaml:"defaultStore"`
+		Datastores   map[string]Datastore `yaml:"datastores"`
+	} `yaml:"persistence"`
+}
+
+// Datastore is one entry of persistence.datastores: one of its kinds is
+// set.
+type Datastore struct {
+	SQL             *SQL       `yaml:"sql"`
+	Cassandra       *yaml.Node `yaml:"cassandra"`
+	Elasticsearch   *yaml.Node `yaml:"elasticsearch"`
+	CustomDatastore *yaml.Node `yaml:"customDatastore"`
+}
+
+// SQL is a SQL datastore: the fields of Temporal's config.SQL that say
+// how to connect.
+type SQL struct {
+	User            string           `yaml:"user"`
+	Password        string           `yaml:"password"`
+	PasswordCommand *PasswordCommand `yaml:"passwordCommand"`
+	// PluginName is Temporal's SQL plugin: postgres12, postgres12_pgx,
+	// mysql8 or sqlite.
+	PluginName   string `yaml:"pluginName"`
+	DatabaseName string `yaml:"databaseName"`
+	// ConnectAddr is host:port, or a Unix socket's path when
+	// ConnectProtocol is unix.
+	ConnectAddr       string            `yaml:"connectAddr"`
+	ConnectProtocol   string            `yaml:"connectProtocol"`
+	ConnectAttributes map[string]string `yaml:"connectAttributes"`
+	MaxConns          int               `yaml:"maxConns"`
+	TLS               *TLS              `yaml:"tls"`
+
+	// Where names the datastore, for messages:
+	// "persistence.datastores.NAME.sql in FILE".
+	Where string `yaml:"-"`
+}
+
+// TLS is Temporal's TLS settings of a datastore (auth.TLS). The *Data
+// fields are base64 of the PEM the *File fields name.
+type TLS struct {
+	Enabled                bool   `yaml:"enabled"`
+	CertFile               string `yaml:"certFile"`
+	KeyFile                string `yaml:"keyFile"`
+	CaFile                 string `yaml:"caFile"`
+	EnableHostVerification bool   `yaml:"enableHostVerification"`
+	ServerName             string `yaml:"serverName"`
+	CertData               string `yaml:"certData"`
+	KeyData                string `yaml:"keyData"`
+	CaData                 string `yaml:"caData"`
+}
+
+// PasswordCommand is a command whose output is the password, as in
+// Temporal's passwordCommand.
+type PasswordCommand struct {
+	Command string        `yaml:"command"`
+	Args    []string      `yaml:"args"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// ErrNotSQL is wrapped by Store's error for a datastore that is not a SQL
+// one.
+var ErrNotSQL = errors.New("not supported: Temporal's task queue scanner only runs on SQL stores")
+
+// Load reads the Temporal server configuration at path, expanding it as a
+// template first if it asks to be (see the package doc), with the
+// process's environment as .Env. Its errors never show a password.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the Temporal config: %w", err)
+	}
+	if templating(b) {
+		if b, err = expand(path, b, environ()); err != nil {
+			return nil, err
+		}
+	}
+	var c Config
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		msg := strings.Join(strings.Fields(scrub(err.Error(), passwords(b))), " ")
+		return nil, fmt.Errorf("%s: not a Temporal server config: %s", path, msg)
+	}
+	c.Path = path
+	return &c, nil
+}
+
+// passwords returns the passwords in the datastores of the YAML b, read
+// leniently, so that an error about b can leave them out.
+func passwords(b []byte) []string {
+	var doc struct {
+		Persistence struct {
+			Datastores map[string]map[string]map[string]any `yaml:"datastores"`
+		} `yaml:"persistence"`
+	}
+	yaml.Unmarshal(b, &doc)
+	var out []string
+	for _, ds := range doc.Persistence.Datastores {
+		for _, kind := range ds {
+			if p, ok := kind["password"].(string); ok && p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// scrub masks the secrets in s, and the start of each that yaml's type
+// errors quote (`abcdefg...`).
+func scrub(s string, secrets []string) string {
+	for _, p := range secrets {
+		s = strings.ReplaceAll(s, p, "xxxxx")
+		if len(p) > 10 {
+			s = strings.ReplaceAll(s, "`"+p[:7]+"...`", "`xxxxx`")
+		}
+	}
+	return s
+}
+
+// templating reports whether Temporal's loader would expand b as a
+// template: a comment line that holds "enable-template" within its first
+// 1 KB.
+func templating(b []byte) bool {
+	sc := bufio.NewScanner(io.LimitReader(bytes.NewReader(b), 1024))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "#") && strings.Contains(l, "enable-template") {
+			return true
+		}
+	}
+	return false
+}
+
+func environ() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// templateData is what a template sees as its dot: .Env is the
+// environment, as dockerize's context and Temporal's have it.
+type templateData struct{ env map[string]string }
+
+// Env returns the environment.
+func (d templateData) Env() map[string]string { return d.env }
+
+// undefinedFunc matches text/template's error for a function not in its
+// map.
+var undefinedFunc = regexp.MustCompile(`^template: [^:]*:(\d+): function "([^"]+)" not defined`)
+
+// expand renders the template b (the file path) with env as .Env.
+func expand(path string, b []byte, env map[string]string) ([]byte, error) {
+	tpl, err := template.New(filepath.Base(path)).Funcs(template.FuncMap{"default": defaultValue}).Parse(string(b))
+	if err != nil {
+		if m := undefinedFunc.FindStringSubmatch(err.Error()); m != nil {
+			return nil, fmt.Errorf("%s:%s: template function %q is not supported: tqscavenger expands .Env and default only, as in {{ default .Env.NAME \"value\" }} (Temporal's other template functions are sprig's)", path, m[1], m[2])
+		}
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	var out bytes.Buffer
+	if err := tpl.Execute(&out, templateData{env}); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return out.Bytes(), nil
+}
+
+// defaultValue is dockerize's default, as Temporal's loader has it:
+// {{ default .Env.NAME "value" }} is the variable's value if it is set
+// (even to ""), else "value".
+func defaultValue(args ...any) (string, error) {
+	if len(args) == 0 {
+		return "", errors.New("default needs a value and a default")
+	}
+	if args[0] != nil {
+		s, ok := args[0].(string)
+		if !ok {
+			return "", errors.New("default: the value is not a string")
+		}
+		return s, nil
+	}
+	if len(args) < 2 || args[1] == nil {
+		return "", errors.New("default: no default given")
+	}
+	s, ok := args[1].(string)
+	if !ok {
+		return "", errors.New("default: the default is not a string (quote it)")
+	}
+	return s, nil
+}
+
+// noValue is what a template writes for a variable that is not set.
+const noValue = "<no value>"
+
+// Store returns the SQL datastore name, or the default store if name is
+// "". A datastore of another kind is refused with ErrNotSQL.
+func (c *Config) Store(name string) (*SQL, error) {
+	p := &c.Persistence
+	if name == "" {
+		if name = p.DefaultStore; name == "" {
+			return nil, fmt.Errorf("%s has no persistence.defaultStore: is it a Temporal server config?", c.Path)
+		}
+	}
+	ds, ok := p.Datastores[name]
+	if !ok {
+		var names []string
+		for n := range p.Datastores {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("%s has no datastore %q in persistence.datastores (it has: %s)", c.Path, name, strings.Join(names, ", "))
+	}
+	where := fmt.Sprintf("persistence.datastores.%s in %s", name, c.Path)
+	kind := ""
+	switch {
+	case ds.SQL != nil:
+	case ds.Cassandra != nil:
+		kind = "a Cassandra"
+	case ds.Elasticsearch != nil:
+		kind = "an Elasticsearch"
+	case ds.CustomDatastore != nil:
+		kind = "a custom"
+	default:
+		return nil, fmt.Errorf("%s is empty: it names no sql store", where)
+	}
+	if kind != "" {
+		return nil, fmt.Errorf("%s is %s store: %w", where, kind, ErrNotSQL)
+	}
+	s := *ds.SQL
+	s.Where = fmt.Sprintf("persistence.datastores.%s.sql in %s", name, c.Path)
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// check refuses a SQL datastore without what a connection needs, or with
+// a setting a template left without a value.
+func (s *SQL) check() error {
+	fields := map[string]string{
+		"user": s.User, "password": s.Password, "pluginName": s.PluginName, "databaseName": s.DatabaseName,
+		"connectAddr": s.ConnectAddr, "connectProtocol": s.ConnectProtocol,
+	}
+	if t := s.TLS; t != nil {
+		for k, v := range map[string]string{"certFile": t.CertFile, "keyFile": t.KeyFile, "caFile": t.CaFile, "serverName": t.ServerName,
+			"certData": t.CertData, "keyData": t.KeyData, "caData": t.CaData} {
+			fields["tls."+k] = v
+		}
+	}
+	for k, v := range s.ConnectAttributes {
+		fields["connectAttributes."+k] = v
+	}
+	var empty []string
+	for k, v := range fields {
+		if strings.Contains(v, noValue) {
+			empty = append(empty, k)
+		}
+	}
+	if len(empty) > 0 {
+		slices.Sort(empty)
+		return fmt.Errorf("%s: %s read an environment variable that is not set (the template wrote %q, as it would for Temporal)", s.Where, strings.Join(empty, ", "), noValue)
+	}
+	for _, f := range []struct{ name, v string }{{"pluginName", s.PluginName}, {"databaseName", s.DatabaseName}} {
+		if strings.TrimSpace(f.v) == "" {
+			return fmt.Errorf("%s has no %s", s.Where, f.name)
+		}
+	}
+	if s.PasswordCommand != nil && s.Password != "" {
+		return fmt.Errorf("%s has both password and passwordCommand: Temporal takes one", s.Where)
+	}
+	if s.PasswordCommand != nil && s.PasswordCommand.Command == "" {
+		return fmt.Errorf("%s: passwordCommand has no command", s.Where)
+	}
+	return nil
+}
+
+// ResolvePassword returns the datastore's password: password, or the
+// output of passwordCommand without its trailing newlines, as Temporal
+// runs it (30 s unless its timeout says otherwise). Its errors never
+// hold the command's output.
+func (s *SQL) ResolvePassword(ctx context.Context) (string, error) {
+	pc := s.PasswordCommand
+	if pc == nil {
+		return s.Password, nil
+	}
+	timeout := pc.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pc.Command, pc.Args...)
+	cmd.WaitDelay = time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.Join(strings.Fields(stderr.String()), " ")
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		if msg != "" {
+			msg = " (stderr: " + msg + ")"
+		}
+		return "", fmt.Errorf("%s: passwordCommand %s: %v%s", s.Where, pc.Command, err, msg)
+	}
+	return strings.TrimRight(string(out), "\r\n"), nil
+}

@@ -1,0 +1,216 @@
+package temporalconfig_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tqscavenger/tqscavenger/internal/temporalconfig"
+)
+
+// TestShippedShapes reads configs of the shapes Temporal ships for
+// PostgreSQL, MySQL and SQLite, and one of its docker image's templates.
+func TestShippedShapes(t *testing.T) {
+	for _, c := range []struct {
+		file, store string
+		env         map[string]string
+		want        temporalconfig.SQL
+	}{
+		{"postgres12.yaml", "", nil, temporalconfig.SQL{
+			PluginName: "postgres12", DatabaseName: "temporal", ConnectAddr: "127.0.0.1:5432", ConnectProtocol: "tcp",
+			User: "temporal", Password: "temporal", MaxConns: 20,
+			Where: "persistence.datastores.postgres-default.sql in testdata/postgres12.yaml",
+		}},
+		{"postgres12.yaml", "postgres-visibility", nil, temporalconfig.SQL{
+			PluginName: "postgres12", DatabaseName: "temporal_visibility", ConnectAddr: "127.0.0.1:5432", ConnectProtocol: "tcp",
+			User: "temporal", Password: "temporal", MaxConns: 2,
+			Where: "persistence.datastores.postgres-visibility.sql in testdata/postgres12.yaml",
+		}},
+		{"mysql8.yaml", "", nil, temporalconfig.SQL{
+			PluginName: "mysql8", DatabaseName: "temporal", ConnectAddr: "127.0.0.1:3306", ConnectProtocol: "tcp",
+			User: "temporal", Password: "temporal", MaxConns: 20,
+			ConnectAttributes: map[string]string{"tx_isolation": "READ-COMMITTED"},
+			TLS: &temporalconfig.TLS{Enabled: true, CaFile: "/etc/temporal/tls/ca.pem", CertFile: "/etc/temporal/tls/client.pem",
+				KeyFile: "/etc/temporal/tls/client.key", EnableHostVerification: true, ServerName: "mysql.internal"},
+			Where: "persistence.datastores.mysql-default.sql in testdata/mysql8.yaml",
+		}},
+		{"sqlite.yaml", "", nil, temporalconfig.SQL{
+			PluginName: "sqlite", DatabaseName: "default", ConnectAddr: "localhost", ConnectProtocol: "tcp", MaxConns: 1,
+			// Plain YAML values of any type, as strings.
+			ConnectAttributes: map[string]string{"cache": "private", "setup": "true", "journal_mode": "wal", "synchronous": "2"},
+			TLS:               &temporalconfig.TLS{},
+			Where:             "persistence.datastores.sqlite-default.sql in testdata/sqlite.yaml",
+		}},
+		{"docker.yaml", "", map[string]string{"TQS_TC_SEEDS": "db.internal", "TQS_TC_USER": "temporal", "TQS_TC_PWD": "pw", "TQS_TC_TLS": "true", "TQS_TC_CA": "/ca.pem"},
+			temporalconfig.SQL{
+				PluginName: "postgres12", DatabaseName: "temporal", ConnectAddr: "db.internal:5432", ConnectProtocol: "tcp",
+				User: "temporal", Password: "pw", MaxConns: 20,
+				TLS:   &temporalconfig.TLS{Enabled: true, CaFile: "/ca.pem"},
+				Where: "persistence.datastores.default.sql in testdata/docker.yaml",
+			}},
+		// A variable set to "" is set: default keeps "", as dockerize's.
+		{"docker.yaml", "", map[string]string{"TQS_TC_USER": "u", "TQS_TC_DB": "mysql8", "TQS_TC_PORT": "3307", "TQS_TC_DBNAME": ""},
+			temporalconfig.SQL{
+				PluginName: "mysql8", DatabaseName: "", ConnectAddr: ":3307", ConnectProtocol: "tcp", User: "u", MaxConns: 20,
+				Where: "persistence.datastores.default.sql in testdata/docker.yaml",
+			}},
+	} {
+		t.Run(c.file+"/"+c.store, func(t *testing.T) {
+			for _, k := range []string{"TQS_TC_SEEDS", "TQS_TC_USER", "TQS_TC_PWD", "TQS_TC_TLS", "TQS_TC_CA", "TQS_TC_DB", "TQS_TC_PORT", "TQS_TC_DBNAME"} {
+				unsetenv(t, k)
+			}
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := temporalconfig.Load(filepath.Join("testdata", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := cfg.Store(c.store)
+			if c.want.DatabaseName == "" {
+				// databaseName "" is refused, as Temporal's validation does.
+				if err == nil || !strings.Contains(err.Error(), "has no databaseName") {
+					t.Errorf("Store: %v, want no databaseName", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*got, c.want) {
+				t.Errorf("got  %+v\nwant %+v", *got, c.want)
+			}
+		})
+	}
+}
+
+func unsetenv(t *testing.T, k string) {
+	t.Setenv(k, "") // restored after the test
+	os.Unsetenv(k)
+}
+
+// TestRefused: configs tqscavenger cannot connect with say why, without a
+// password.
+func TestRefused(t *testing.T) {
+	const secret, short = "sekret-Temporal-pw", "pw-x9"
+	for _, c := range []struct {
+		name, yaml, store string
+		says              []string
+		is                error
+	}{
+		{"a Cassandra default store", "@cassandra.yaml", "", []string{"persistence.datastores.cass-default", "is a Cassandra store", "not supported: Temporal's task queue scanner only runs on SQL stores"}, temporalconfig.ErrNotSQL},
+		{"an Elasticsearch store", "@cassandra.yaml", "es-visibility", []string{"is an Elasticsearch store"}, temporalconfig.ErrNotSQL},
+		{"a missing store", "@postgres12.yaml", "nope", []string{`no datastore "nope"`, "postgres-default, postgres-visibility"}, nil},
+		{"no default store", "persistence:\n  datastores: {}\n", "", []string{"no persistence.defaultStore"}, nil},
+		{"sprig's env", "# enable-template\npersistence:\n  defaultStore: {{ env \"X\" }}\n", "", []string{`:3: template function "env" is not supported`, "default .Env.NAME"}, nil},
+		{"sprig's lower", "# enable-template\n{{ lower .Env.X }}\n", "", []string{`template function "lower" is not supported`}, nil},
+		{"an unset variable", "# enable-template\npersistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n        databaseName: t\n        password: \"{{ .Env.TQS_TC_UNSET }}\"\n",
+			"", []string{"persistence.datastores.d.sql", "password read an environment variable that is not set"}, nil},
+		{"a password and a password command", "persistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n        databaseName: t\n        password: " + secret + "\n        passwordCommand:\n          command: echo\n",
+			"", []string{"both password and passwordCommand"}, nil},
+		{"no plugin", "persistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        databaseName: t\n", "", []string{"has no pluginName"}, nil},
+		{"a type error beside the password", "persistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        password: " + secret + "\n        maxConns: " + secret + "\n",
+			"", []string{"not a Temporal server config"}, nil},
+		{"a type error beside a short password", "persistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        password: " + short + "\n        maxConns: " + short + "\n",
+			"", []string{"not a Temporal server config", "cannot unmarshal"}, nil},
+		{"not YAML", "persistence: [\n", "", []string{"not a Temporal server config"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			unsetenv(t, "TQS_TC_UNSET")
+			path := filepath.Join("testdata", strings.TrimPrefix(c.yaml, "@"))
+			if !strings.HasPrefix(c.yaml, "@") {
+				path = filepath.Join(t.TempDir(), "temporal.yaml")
+				if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := temporalconfig.Load(path)
+			if err == nil {
+				_, err = cfg.Store(c.store)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			t.Log(err)
+			for _, s := range c.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error does not say %q", s)
+				}
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("error does not wrap %v", c.is)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), secret[:7]) || strings.Contains(err.Error(), short) {
+				t.Error("error shows the password")
+			}
+		})
+	}
+}
+
+// TestTemplating: a file is a template only with "enable-template" in a
+// comment within its first 1 KB, as in Temporal's loader.
+func TestTemplating(t *testing.T) {
+	t.Setenv("TQS_TC_NAME", "from-env")
+	body := "persistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n        databaseName: \"{{ .Env.TQS_TC_NAME }}\"\n"
+	for _, c := range []struct {
+		name, head, want string
+	}{
+		{"a comment", "# enable-template\n", "from-env"},
+		{"within a comment", "  # this file: enable-template, please\n", "from-env"},
+		{"not a comment", "enable-template: true\n", "{{ .Env.TQS_TC_NAME }}"},
+		{"after the first 1 KB", "#" + strings.Repeat(" ", 1100) + "\n# enable-template\n", "{{ .Env.TQS_TC_NAME }}"},
+		{"none", "", "{{ .Env.TQS_TC_NAME }}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "temporal.yaml")
+			if err := os.WriteFile(path, []byte(c.head+body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := temporalconfig.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := cfg.Store("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.DatabaseName != c.want {
+				t.Errorf("databaseName %q, want %q", s.DatabaseName, c.want)
+			}
+		})
+	}
+}
+
+// TestPasswordCommand: the password is the command's output without its
+// trailing newlines; a failing command's error does not show its output.
+func TestPasswordCommand(t *testing.T) {
+	const secret = "sekret-from-command"
+	for _, c := range []struct {
+		name string
+		cmd  temporalconfig.PasswordCommand
+		want string
+		says string
+	}{
+		{"printf", temporalconfig.PasswordCommand{Command: "printf", Args: []string{secret + "\n\n"}}, secret, ""},
+		{"a failing command", temporalconfig.PasswordCommand{Command: "sh", Args: []string{"-c", "echo " + secret + "; echo no token >&2; exit 3"}}, "", "exit status 3 (stderr: no token)"},
+		{"a missing command", temporalconfig.PasswordCommand{Command: "tqs-no-such-command"}, "", "tqs-no-such-command"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &temporalconfig.SQL{PasswordCommand: &c.cmd, Where: "here"}
+			got, err := s.ResolvePassword(context.Background())
+			if c.says == "" {
+				if err != nil || got != c.want {
+					t.Errorf("%q, %v; want %q", got, err, c.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), secret) {
+				t.Errorf("error %v: want one that says %q and not the output", err, c.says)
+			}
+		})
+	}
+}
