@@ -64,13 +64,14 @@ func newPostgresConnector(d DSN, opts Options) (driver.Connector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadDSN, d, redactErr(err, d))
 	}
+	wrap := func(c driver.Connector) driver.Connector { return c }
 	if opts.TLS != nil {
-		if err := usePostgresTLS(cfg, d, opts.TLS); err != nil {
+		if wrap, err = usePostgresTLS(cfg, d, opts.TLS); err != nil {
 			return nil, err
 		}
 	}
 	ConfigurePostgres(cfg)
-	return stdlib.GetConnector(*cfg), nil
+	return wrap(stdlib.GetConnector(*cfg)), nil
 }
 
 // cancelDeadlineDelay is how long a cancelled statement's connection waits

@@ -12,10 +12,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -149,6 +152,8 @@ func tlsFailure(err error) *TLSError {
 		} else {
 			reason = TLSClientCertRefused
 		}
+	case errors.Is(err, errClosedAfterCert):
+		reason = TLSClientCertRefused
 	case errors.Is(err, mysql.ErrNoTLS), strings.Contains(err.Error(), "server refused TLS connection"):
 		reason = TLSNotOffered
 	default:
@@ -163,6 +168,9 @@ type tlsConfig struct {
 	t     TLS
 	roots *x509.CertPool // nil: the system's
 	cert  *tls.Certificate
+	// sentCert is set when a server asked for the client certificate and
+	// got it (see tlsConnector).
+	sentCert atomic.Bool
 }
 
 // load reads and checks the certificates and key of t.
@@ -272,7 +280,10 @@ func (c *tlsConfig) config(host string) *tls.Config {
 		// the server lists; a server that lists none, or others, should
 		// see it and say what is wrong with it.
 		cert := c.cert
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c.sentCert.Store(true)
+			return cert, nil
+		}
 	}
 	return cfg
 }
@@ -282,17 +293,18 @@ var postgresTLSParams = []string{"sslmode", "sslrootcert", "sslcert", "sslkey", 
 
 // usePostgresTLS makes every connection attempt of cfg, parsed from d,
 // use t: one attempt per host of the DSN, each over TLS, none in plain
-// text (pgx's default sslmode=prefer would fall back to one).
-func usePostgresTLS(cfg *pgx.ConnConfig, d DSN, t *TLS) error {
+// text (pgx's default sslmode=prefer would fall back to one). Wrap the
+// connector made from cfg with the returned function.
+func usePostgresTLS(cfg *pgx.ConnConfig, d DSN, t *TLS) (wrap func(driver.Connector) driver.Connector, _ error) {
 	q := d.URL.Query()
 	for _, p := range postgresTLSParams {
 		if q.Has(p) {
-			return fmt.Errorf("%w: %s sets TLS with %s and TLS settings are given too: keep one", ErrTLS, d, p)
+			return nil, fmt.Errorf("%w: %s sets TLS with %s and TLS settings are given too: keep one", ErrTLS, d, p)
 		}
 	}
 	c, err := t.load()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	type hostPort struct {
 		host string
@@ -307,7 +319,7 @@ func usePostgresTLS(cfg *pgx.ConnConfig, d DSN, t *TLS) error {
 	cfg.Fallbacks = nil
 	for i, hp := range hosts {
 		if strings.HasPrefix(hp.host, "/") {
-			return fmt.Errorf("%w: %s connects through a Unix socket, which has no TLS", ErrTLS, d)
+			return nil, fmt.Errorf("%w: %s connects through a Unix socket, which has no TLS", ErrTLS, d)
 		}
 		if i == 0 {
 			cfg.Host, cfg.Port, cfg.TLSConfig = hp.host, hp.port, c.config(hp.host)
@@ -315,7 +327,7 @@ func usePostgresTLS(cfg *pgx.ConnConfig, d DSN, t *TLS) error {
 		}
 		cfg.Fallbacks = append(cfg.Fallbacks, &pgconn.FallbackConfig{Host: hp.host, Port: hp.port, TLSConfig: c.config(hp.host)})
 	}
-	return nil
+	return func(conn driver.Connector) driver.Connector { return &tlsConnector{Connector: conn, tc: c} }, nil
 }
 
 // useMySQLTLS sets up c, the configuration of d, to use t. Wrap the
@@ -340,28 +352,53 @@ func useMySQLTLS(c *mysql.Config, d DSN, t *TLS) (wrap func(driver.Connector) dr
 	c.AllowFallbackToPlaintext = false
 	log := &mysqlLog{next: c.Logger}
 	c.Logger = log
-	return func(conn driver.Connector) driver.Connector { return &mysqlTLSConnector{Connector: conn, log: log} }, nil
+	return func(conn driver.Connector) driver.Connector { return &tlsConnector{Connector: conn, tc: tc, log: log} }, nil
 }
 
-// mysqlTLSConnector tells why a connection broke while it was set up.
-// With TLS 1.3 the server checks the client's certificate after the
-// client's side of the handshake is done, and its alert (unknown
-// certificate authority, say) arrives with the first packet read: the
-// driver then returns only ErrInvalidConn, and logs the alert.
-type mysqlTLSConnector struct {
+// tlsConnector wraps a connector whose connections use tc, and tells
+// why a connection broke while it was set up. With TLS 1.3 the server
+// checks the client's certificate after the client's side of the
+// handshake is done: its refusal (an alert, then the connection closed)
+// arrives when the client reads or writes next, and if the closing beats
+// the alert, the driver sees only a connection reset or an EOF. The
+// server asked for the certificate and got it, so that is the likely
+// reason, and the error says so. MySQL's driver, besides, returns only
+// ErrInvalidConn or driver.ErrBadConn for a connection that broke, and
+// logs why.
+type tlsConnector struct {
 	driver.Connector
-	log *mysqlLog
+	tc  *tlsConfig
+	log *mysqlLog // MySQL's; nil on PostgreSQL
 }
 
-func (c *mysqlTLSConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	c.log.take()
+// errClosedAfterCert is the reason a tlsConnector gives a connection
+// closed once the server had the client certificate.
+var errClosedAfterCert = errors.New("the server closed the connection once it had the client certificate")
+
+func (c *tlsConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c.tc.sentCert.Store(false)
+	if c.log != nil {
+		c.log.take()
+	}
 	conn, err := c.Connector.Connect(ctx)
-	if errors.Is(err, mysql.ErrInvalidConn) {
-		if cause := c.log.take(); cause != nil {
+	if err == nil {
+		return conn, nil
+	}
+	if c.log != nil {
+		if cause := c.log.take(); cause != nil && !errors.Is(err, cause) {
 			err = &causedError{err: err, cause: cause}
 		}
 	}
-	return conn, err
+	if tlsFailure(err) == nil && c.tc.sentCert.Load() && ctx.Err() == nil && closedConn(err) {
+		err = &causedError{err: err, cause: errClosedAfterCert}
+	}
+	return nil, err
+}
+
+// closedConn reports whether err says the server closed the connection.
+func closedConn(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // mysqlLog is a go-sql-driver/mysql Logger that keeps the last error the

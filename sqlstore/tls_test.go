@@ -6,6 +6,7 @@ package sqlstore_test
 // test's CA, and a user that logs in only with a client certificate.
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -232,6 +233,78 @@ func TestTLSSettingsErrors(t *testing.T) {
 			}
 			if err != nil && strings.Contains(err.Error(), secret) {
 				t.Errorf("error shows a secret: %v", err)
+			}
+		})
+	}
+}
+
+// TestTLSClosedAfterClientCert: under TLS 1.3 a server refuses a client
+// certificate after the client's side of the handshake is done, and its
+// connection may close before its alert is read. A connection closed
+// once the server asked for the client certificate and got it is
+// reported as a refused certificate; one closed without that is not a
+// TLS failure at all.
+func TestTLSClosedAfterClientCert(t *testing.T) {
+	certs, err := testdb.NewCerts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(certs.ServerCert, certs.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		askCert  bool
+		sendCert bool
+		want     sqlstore.TLSReason // "" for no TLSError
+	}{
+		{"a client certificate asked for and sent", true, true, sqlstore.TLSClientCertRefused},
+		{"no client certificate asked for", false, true, ""},
+		{"no client certificate to send", true, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A PostgreSQL server that says yes to TLS, completes the
+			// handshake, and closes the connection without a word.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.NoClientCert}
+			if c.askCert {
+				cfg.ClientAuth = tls.RequestClientCert
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					if _, err := io.ReadFull(conn, make([]byte, 8)); err == nil {
+						conn.Write([]byte("S"))
+						tls.Server(conn, cfg).Handshake()
+					}
+					conn.Close()
+				}
+			}()
+			st := &sqlstore.TLS{CAFile: certs.CA}
+			if c.sendCert {
+				st.CertFile, st.KeyFile = certs.ClientCert, certs.ClientKey
+			}
+			_, err = sqlstore.Open(ctx, "postgres://u@"+ln.Addr().String()+"/db", sqlstore.Options{TLS: st})
+			ln.Close()
+			<-done
+			t.Log(err)
+			var te *sqlstore.TLSError
+			switch {
+			case err == nil:
+				t.Fatal("Open succeeded")
+			case c.want == "" && (errors.As(err, &te) || errors.Is(err, sqlstore.ErrRefused)):
+				t.Errorf("a closed connection is reported as refused TLS: %v", err)
+			case c.want != "" && (!errors.As(err, &te) || te.Reason != c.want || !errors.Is(err, sqlstore.ErrRefused)):
+				t.Errorf("error %v, want a TLSError %q", err, c.want)
 			}
 		})
 	}

@@ -180,7 +180,9 @@ func (c *connFlags) tlsSettings() *sqlstore.TLS {
 }
 
 // target returns the database the flags name, after parse(fs, args).
-func (c *connFlags) target(ctx context.Context, fs *flag.FlagSet, args []string) (connect.Target, error) {
+// Without password it runs no passwordCommand of a Temporal config, and
+// leaves the password out: for a command that only checks the settings.
+func (c *connFlags) target(ctx context.Context, fs *flag.FlagSet, args []string, password bool) (connect.Target, error) {
 	src, err := c.check(fs, args)
 	if err != nil {
 		return connect.Target{}, err
@@ -190,7 +192,7 @@ func (c *connFlags) target(ctx context.Context, fs *flag.FlagSet, args []string)
 	case fromDSN:
 		t, err = connect.DSN(c.db, c.tlsSettings())
 	case fromTemporal:
-		t, err = c.temporal(ctx)
+		t, err = c.temporal(ctx, password)
 	case fromSQLTool:
 		t, err = connect.SQLTool{Endpoint: c.endpoint, Port: c.port, User: c.user, Password: c.password, Database: c.database,
 			Plugin: c.plugin, ConnectAttributes: c.attrs, TLS: c.tlsSettings()}.Target()
@@ -201,8 +203,9 @@ func (c *connFlags) target(ctx context.Context, fs *flag.FlagSet, args []string)
 	return t, err
 }
 
-// temporal is the target of --temporal-config.
-func (c *connFlags) temporal(ctx context.Context) (connect.Target, error) {
+// temporal is the target of --temporal-config; without password, its
+// password is left out.
+func (c *connFlags) temporal(ctx context.Context, password bool) (connect.Target, error) {
 	cfg, err := temporalconfig.Load(c.temporalConfig)
 	if err != nil {
 		return connect.Target{}, err
@@ -211,9 +214,11 @@ func (c *connFlags) temporal(ctx context.Context) (connect.Target, error) {
 	if err != nil {
 		return connect.Target{}, err
 	}
-	pw, err := s.ResolvePassword(ctx)
-	if err != nil {
-		return connect.Target{}, err
+	pw := ""
+	if password {
+		if pw, err = s.ResolvePassword(ctx); err != nil {
+			return connect.Target{}, err
+		}
 	}
 	return connect.Temporal(s, pw)
 }
@@ -221,7 +226,7 @@ func (c *connFlags) temporal(ctx context.Context) (connect.Target, error) {
 // open opens the database the flags name, after parse(fs, args); warn
 // gets the warnings of its source.
 func (c *connFlags) open(ctx context.Context, fs *flag.FlagSet, args []string, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, error) {
-	t, err := c.target(ctx, fs, args)
+	t, err := c.target(ctx, fs, args, true)
 	if err != nil {
 		return nil, err
 	}

@@ -346,3 +346,30 @@ func TestServeMasksSQLToolPassword(t *testing.T) {
 		t.Errorf("the log shows the password:\n%s", p.log())
 	}
 }
+
+// TestConfigChecksTheSource: config refuses the database settings serve
+// would refuse, reading a Temporal config without running its
+// passwordCommand.
+func TestConfigChecksTheSource(t *testing.T) {
+	setEnv(t, nil)
+	ran := filepath.Join(t.TempDir(), "ran")
+	good := writeTemp(t, "temporal.yaml", temporalYAML("pluginName: mysql8\ndatabaseName: temporal\nconnectAddr: db:3306\nconnectProtocol: tcp\nuser: temporal\n"+
+		"passwordCommand:\n  command: touch\n  args: ["+ran+"]"))
+	if code, _, errOut := tqs("config", "--temporal-config", good); code != 0 {
+		t.Fatalf("config: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("config ran the passwordCommand")
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--temporal-config", good, "--temporal-store", "cass"}, "not supported: Temporal's task queue scanner only runs on SQL stores"},
+		{[]string{"--temporal-config", filepath.Join(t.TempDir(), "missing.yaml")}, "read the Temporal config"},
+		{[]string{"--plugin", "cockroach"}, `unknown SQL plugin "cockroach"`},
+		{[]string{"--db", "oracle://u:" + dbSecret + "@h/db"}, "unknown scheme"},
+	} {
+		checkUsageError(t, append([]string{"config"}, c.args...), c.says, tqs)
+	}
+}

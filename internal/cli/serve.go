@@ -121,7 +121,9 @@ func (s *serveSettings) resolve(args []string, logOut io.Writer) (resolved, erro
 	if err := parse(s.fs, args); err != nil {
 		return r, err
 	}
-	if _, err := s.cf.check(s.fs, args); err != nil {
+	// The database's settings as serve would check them, reading a
+	// Temporal config but running none of its commands.
+	if _, err := s.cf.target(context.Background(), s.fs, args, false); err != nil {
 		return r, err
 	}
 	if isSet(s.fs, "every") && isSet(s.fs, "cron") {

@@ -83,13 +83,19 @@ type privateStart struct {
 // started on first use. It skips the test if PostgreSQL's binaries
 // (initdb, postgres) are not installed, and fails it instead under
 // CI=true.
-func TLSPostgres(t testing.TB) *TLSServer { return privateServer(t, sqlstore.Postgres) }
+func TLSPostgres(t testing.TB) *TLSServer {
+	t.Helper()
+	return privateServer(t, sqlstore.Postgres)
+}
 
 // TLSMySQL returns this test binary's MariaDB (or MySQL) server with
 // TLS, started on first use. It skips the test if the server's binaries
 // (mariadbd, mariadb-install-db) are not installed, and fails it instead
 // under CI=true.
-func TLSMySQL(t testing.TB) *TLSServer { return privateServer(t, sqlstore.MySQL) }
+func TLSMySQL(t testing.TB) *TLSServer {
+	t.Helper()
+	return privateServer(t, sqlstore.MySQL)
+}
 
 func privateServer(t testing.TB, e sqlstore.Engine) *TLSServer {
 	t.Helper()
