@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,7 +9,6 @@ import (
 	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
-	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
@@ -54,6 +54,9 @@ func snapshot(t *testing.T, db *sqlstore.DB) state {
 	t.Helper()
 	s := state{queues: map[string]int64{}, tasks: map[string]bool{}, taskQueue: map[string]string{}}
 	h := testdb.SQL(t, db)
+	// A lock a test forgot to release fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	rows, err := h.QueryContext(ctx, "SELECT range_hash, task_queue_id, range_id FROM task_queues")
 	if err != nil {
 		t.Fatal(err)
@@ -161,4 +164,5 @@ func dsnOf(db *sqlstore.DB) string {
 // servers are the engines with a server session to break.
 var servers = []sqlstore.Engine{sqlstore.Postgres, sqlstore.MySQL}
 
-var _ = store.V1
+// engines are the engines by name.
+var engines = map[string]sqlstore.Engine{"sqlite": sqlstore.SQLite, "postgres": sqlstore.Postgres, "mysql": sqlstore.MySQL}

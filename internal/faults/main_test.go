@@ -122,11 +122,18 @@ func (p *proc) output() string {
 // waitOutput waits until the output contains s, for at most limit.
 func (p *proc) waitOutput(s string, limit time.Duration) {
 	p.t.Helper()
+	p.waitOutputN(s, 1, limit)
+}
+
+// waitOutputN waits until the output contains s n times, for at most
+// limit.
+func (p *proc) waitOutputN(s string, n int, limit time.Duration) {
+	p.t.Helper()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
 		p.mu.Lock()
-		has, changed := strings.Contains(p.out.String(), s), p.changed
+		has, changed := strings.Count(p.out.String(), s) >= n, p.changed
 		p.mu.Unlock()
 		if has {
 			return
@@ -134,8 +141,8 @@ func (p *proc) waitOutput(s string, limit time.Duration) {
 		select {
 		case <-changed:
 		case <-p.done:
-			if !strings.Contains(p.output(), s) {
-				p.t.Fatalf("exited (status %d) without printing %q", p.code, s)
+			if strings.Count(p.output(), s) < n {
+				p.t.Fatalf("exited (status %d) without printing %q %d times", p.code, s, n)
 			}
 			return
 		case <-deadline.C:
