@@ -51,6 +51,10 @@ type dialect struct {
 	// lost after the statement may have reached the server (see
 	// DB.lostAfterSend, which has already set aside what is not sent).
 	lost func(err error) bool
+	// denied reports whether err refuses a statement for want of a
+	// privilege; a write so refused is a read-only database to the
+	// scavenger (a user granted SELECT only). Nil: never.
+	denied func(err error) bool
 }
 
 // maxPrealloc caps the rows a read allocates room for before it has any:

@@ -77,6 +77,11 @@ func (s *DB) wrapAs(ctx context.Context, op string, e effect, err error) error {
 		kinds = append(kinds, store.ErrTransient, store.ErrStatementTimeout)
 		return fmt.Errorf("%s: %s: %w", op, tc, mark(ctxErr, kinds...))
 	}
+	if e != readEffect && s.d.denied != nil && s.d.denied(err) {
+		// The user may only read: as a read-only database, retrying does
+		// not help.
+		kinds = append(kinds, store.ErrReadOnly)
+	}
 	return fmt.Errorf("%s: %w", op, mark(s.d.classify(err), kinds...))
 }
 

@@ -87,6 +87,10 @@ func TestErrorClassesMadeUp(t *testing.T) {
 		{sqlstore.MySQL, "invalid connection, a read", mysql.ErrInvalidConn, false, transient},
 		{sqlstore.MySQL, "bad connection: not sent", driver.ErrBadConn, true, transient},
 		{sqlstore.MySQL, "a syntax error (1064)", my(1064), true, kinds{}},
+		{sqlstore.MySQL, "delete denied (1142)", my(1142), true, readOnly},
+		{sqlstore.MySQL, "select denied (1142), a read", my(1142), false, kinds{}},
+		{sqlstore.Postgres, "delete denied (42501)", pg("42501", "ERROR"), true, readOnly},
+		{sqlstore.Postgres, "select denied (42501), a read", pg("42501", "ERROR"), false, kinds{}},
 	} {
 		t.Run(string(c.engine)+"/"+c.name, func(t *testing.T) {
 			err := sqlstore.Wrap(c.engine, c.err, c.write)
@@ -178,6 +182,21 @@ func TestErrorClasses(t *testing.T) {
 			prepare: func(t *testing.T, db *sqlstore.DB) *sqlstore.DB {
 				return withParams(t, db, sqlstore.Options{}, "default_transaction_read_only", "on")
 			}},
+		{engine: sqlstore.Postgres, name: "a role granted SELECT only", want: readOnly,
+			prepare: func(t *testing.T, db *sqlstore.DB) *sqlstore.DB {
+				u := *db.DSN().URL
+				schema := u.Query().Get("search_path")
+				role := schema + "_reader"
+				testdb.Exec(t, db, "CREATE ROLE "+role+" LOGIN")
+				t.Cleanup(func() {
+					testdb.Exec(t, db, "DROP OWNED BY "+role)
+					testdb.Exec(t, db, "DROP ROLE "+role)
+				})
+				testdb.Exec(t, db, "GRANT USAGE ON SCHEMA "+schema+" TO "+role)
+				testdb.Exec(t, db, "GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role)
+				u.User = url.User(role)
+				return testdb.OpenDSN(t, u.String())
+			}},
 		{engine: sqlstore.Postgres, name: "lock timeout", want: transient,
 			prepare: func(t *testing.T, db *sqlstore.DB) *sqlstore.DB {
 				st := withParams(t, db, sqlstore.Options{}, "lock_timeout", "200")
@@ -198,6 +217,14 @@ func TestErrorClasses(t *testing.T) {
 		{engine: sqlstore.MySQL, name: "read-only transactions", want: readOnly,
 			prepare: func(t *testing.T, db *sqlstore.DB) *sqlstore.DB {
 				return withParams(t, db, sqlstore.Options{}, "tx_read_only", "1")
+			}},
+		{engine: sqlstore.MySQL, name: "a user granted SELECT only", want: readOnly,
+			prepare: func(t *testing.T, db *sqlstore.DB) *sqlstore.DB {
+				u, _ := testdb.MySQLUser(t)
+				testdb.Exec(t, db, "REVOKE ALL PRIVILEGES, GRANT OPTION FROM '"+u.User.Username()+"'@'%'")
+				testdb.Exec(t, db, "GRANT SELECT ON "+db.DSN().Database()+".* TO '"+u.User.Username()+"'@'%'")
+				u.Path = db.DSN().URL.Path
+				return testdb.OpenDSN(t, u.String())
 			}},
 		{engine: sqlstore.MySQL, name: "lock wait timeout", want: transient,
 			prepare: func(t *testing.T, db *sqlstore.DB) *sqlstore.DB {

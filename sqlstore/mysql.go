@@ -36,6 +36,10 @@ var mysqlDialect = &dialect{
 	forUpdate: " FOR UPDATE",
 	classify:  classifyMySQL,
 	lost:      mysqlLost,
+	denied: func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && (me.Number == 1142 || me.Number == 1143) // table, column access denied
+	},
 }
 
 // mysqlConfig turns mysql://user:pass@host:port/db?k=v into the driver's

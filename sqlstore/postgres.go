@@ -56,6 +56,10 @@ var postgresDialect = &dialect{
 	forUpdate: " FOR UPDATE",
 	classify:  classifyPostgres,
 	lost:      postgresLost,
+	denied: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "42501" // insufficient_privilege
+	},
 }
 
 // newPostgresConnector is Connector for a PostgreSQL DSN.

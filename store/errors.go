@@ -29,8 +29,8 @@ var (
 	ErrUnknownOutcome = errors.New("outcome unknown")
 
 	// ErrReadOnly marks a write refused because the database, or the
-	// transaction, is read-only (a replica, a read-only file). Retrying
-	// does not help.
+	// transaction, is read-only (a replica, a read-only file), or because
+	// the user may only read. Retrying does not help.
 	ErrReadOnly = errors.New("database is read-only")
 
 	// ErrDiskFull marks a write refused because the database's disk or

@@ -180,7 +180,7 @@ func advise(err error) error {
 	case errors.Is(err, scavenger.ErrGaveUp):
 		return fmt.Errorf("%w (the database kept failing for --retry-for; see the warnings above)", err)
 	case errors.Is(err, store.ErrReadOnly):
-		return fmt.Errorf("%w (point --db at the primary, not a replica, and check the file's permissions)", err)
+		return fmt.Errorf("%w (point --db at the primary, not a replica, and check the user's grants and the file's permissions)", err)
 	case errors.Is(err, store.ErrSchema):
 		return fmt.Errorf("%w: point --db at Temporal's database, or create them with `tqscavenger schema setup`", err)
 	case errors.Is(err, sqlstore.ErrUnavailable) && errors.Is(err, os.ErrNotExist):
