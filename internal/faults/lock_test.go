@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,4 +183,44 @@ func listenAddr(t *testing.T, p *proc) string {
 	}
 	t.Fatal("serve started without an address")
 	return ""
+}
+
+// TestServeLockLost: serve whose lock session is killed mid-pass fails
+// that pass, and goes on: its next pass takes the lock again and
+// finishes.
+//
+// Invariant: the pass fails within the bound, is counted as failed, the
+// next one completes, nothing live goes, and SIGTERM still exits 0.
+func TestServeLockLost(t *testing.T) {
+	for _, e := range servers {
+		t.Run(string(e), func(t *testing.T) {
+			t.Parallel()
+			db := testdb.Open(t, e)
+			w := workload{dead: 200, live: 10, tasksPerQueue: 10}
+			before := seedWorkload(t, db, w)
+			p := start(t, "serve", "--db", dsnOf(db), "--run-at-start", "--every", "1s", "--jitter", "0", "--listen", "127.0.0.1:0",
+				"--log-format", "json", "--list-page-size", "10", "--max-statements-per-second", "10")
+			addr := listenAddr(t, p)
+			killSession(t, db, waitLockHeld(t, db, 30*time.Second))
+			killed := time.Now()
+			p.waitOutput(`"msg":"scavenger pass failed"`, lockBound+30*time.Second)
+			if took := time.Since(killed); took > lockBound+5*time.Second {
+				t.Errorf("the pass failed %s after its lock was lost", took)
+			}
+			if !strings.Contains(p.output(), "lock was lost") {
+				t.Error("the failed pass does not say the lock was lost")
+			}
+			p.waitOutput(`"msg":"scavenger pass completed"`, 2*time.Minute)
+			if m := metrics(t, addr); m["tqscavenger_passes_failed_total"] < 1 {
+				t.Errorf("passes_failed_total %v after a pass lost its lock", m["tqscavenger_passes_failed_total"])
+			}
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			if code := p.wait(time.Minute); code != 0 {
+				t.Errorf("serve stopped by SIGTERM: exit %d", code)
+			}
+			after := snapshot(t, db)
+			checkSafe(t, before, after)
+			checkFinished(t, after, w)
+		})
+	}
 }
