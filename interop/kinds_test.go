@@ -161,11 +161,20 @@ func (k kinds) beyond(control kinds) kinds {
 	return out
 }
 
-// persistence keeps the kinds about persistence or ownership.
+// persistence keeps the kinds about persistence or ownership, the ones
+// compared with the control. Two metric kinds are left out: transient
+// errors (error_type=serviceerror_Unavailable) and the plain error count;
+// Temporal logs every such error with its text ("Operation failed with
+// internal error." and the like), and those log kinds are compared.
 func (k kinds) persistence() kinds {
 	out := kinds{}
 	for n, c := range k {
-		if strings.HasPrefix(n, "metric ") || rePersistence.MatchString(n) {
+		if strings.HasPrefix(n, "metric ") {
+			if strings.Contains(n, "error_type=serviceerror_Unavailable") || strings.HasPrefix(n, "metric persistence_errors{") || strings.HasPrefix(n, "metric visibility_persistence_errors{") {
+				continue
+			}
+			out[n] = c
+		} else if rePersistence.MatchString(n) {
 			out[n] = c
 		}
 	}
