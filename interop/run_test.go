@@ -276,6 +276,10 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 	// report.compare).
 	time.Sleep(5 * time.Second)
 	rep.window = [2]time.Time{restarted, time.Now()}
+	// Temporal's metrics reach its Prometheus endpoint on a reporting
+	// interval: the window's counters are read a little later than its
+	// log lines.
+	time.Sleep(3 * time.Second)
 	mWindow, err := ts.metrics()
 	if err != nil {
 		t.Fatalf("%s: metrics: %v", tag, err)
