@@ -89,13 +89,21 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 	return outside, inside, shutdown, nil
 }
 
-// logKind is a log line's kind. A persistence call whose context was
-// cancelled is one kind whatever the call: matching cancels a queue's
-// in-flight calls when it unloads the queue (every 20 s of idleness here),
-// and which call it meets is chance.
+// logKind is a log line's kind. Three transient families are one kind
+// each, whatever the call and level, as which call they meet is chance:
+// a call cancelled (matching cancels a queue's in-flight calls when it
+// unloads the queue, every 20 s of idleness here), a call that timed out (a
+// loaded database), and a request that met a queue being unloaded. They are
+// still compared with the control: a scavenger that made Temporal's calls
+// time out where the control's did not would fail the run.
 func logKind(level, msg, err string) string {
-	if strings.HasSuffix(err, "context canceled") {
-		return "log " + level + ": (a call cancelled, e.g. by a queue's unload) | context canceled"
+	switch {
+	case strings.HasSuffix(err, "context canceled"):
+		return "log: (a call cancelled, e.g. by a queue's unload) | context canceled"
+	case strings.Contains(err, "context deadline exceeded"):
+		return "log: (a call timed out) | context deadline exceeded"
+	case err == "task queue shutting down":
+		return "log: (a request met a queue being unloaded) | task queue shutting down"
 	}
 	return "log " + level + ": " + normalize(msg) + " | " + normalize(err)
 }
@@ -119,7 +127,7 @@ func metricKinds(body string) kinds {
 		// call an unload met; the logs say which error it was. Condition
 		// failures and not-found errors keep their operation.
 		labels := []string{"error_type", "operation", "service_name", "task_type"}
-		if m.labels["error_type"] == "serviceerror_Unavailable" || m.name == "persistence_errors" || m.name == "visibility_persistence_errors" {
+		if et := m.labels["error_type"]; et == "serviceerror_Unavailable" || strings.HasPrefix(et, "context_") || m.name == "persistence_errors" || m.name == "visibility_persistence_errors" {
 			labels = []string{"error_type", "service_name"}
 		}
 		var parts []string
@@ -161,15 +169,35 @@ func (k kinds) beyond(control kinds) kinds {
 	return out
 }
 
-// persistence keeps the kinds about persistence or ownership.
+// persistence keeps the kinds about persistence or ownership, the ones
+// compared with the control. The metric kinds of transient errors
+// (Unavailable, cancelled, timed out) and the plain error count are left
+// out: Temporal logs every such error with its text ("Operation failed with
+// internal error." and the like), and those log kinds are compared.
 func (k kinds) persistence() kinds {
 	out := kinds{}
 	for n, c := range k {
-		if strings.HasPrefix(n, "metric ") || rePersistence.MatchString(n) {
+		if strings.HasPrefix(n, "metric ") {
+			if transientMetric(n) {
+				continue
+			}
+			out[n] = c
+		} else if strings.HasPrefix(n, "log: (") || rePersistence.MatchString(n) {
 			out[n] = c
 		}
 	}
 	return out
+}
+
+// transientMetric: the metric kinds of transient errors, and the plain
+// error count.
+func transientMetric(n string) bool {
+	for _, t := range []string{"error_type=serviceerror_Unavailable", "error_type=context_", "error_type=serviceerror_DeadlineExceeded", "error_type=serviceerror_Canceled"} {
+		if strings.Contains(n, t) {
+			return true
+		}
+	}
+	return strings.HasPrefix(n, "metric persistence_errors{") || strings.HasPrefix(n, "metric visibility_persistence_errors{")
 }
 
 func (k kinds) total() int {

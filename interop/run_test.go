@@ -69,6 +69,7 @@ type report struct {
 	windowKinds            kinds     // in the window: from the restart to 5 s after the first pass of phase 2
 	shutdownKinds          kinds     // logged after SIGTERM: the shutdown's, not compared
 	slowest                [2]string // the slowest workflow of each phase and its history
+	shape                  string    // the tables when the server stopped in phase 2
 	abandonedLeft          []string  // abandoned rows the pass should have deleted
 	abandonedKept          []string  // re-leased by matching meanwhile, or holding live tasks
 	takeoverRaces          kinds     // window kinds beyond the control's that are matching's failed takeovers
@@ -208,7 +209,8 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 	if err != nil {
 		t.Fatalf("%s: %v", tag, err)
 	}
-	t.Logf("%s: server stopped, %d queue rows aged 72h: %s", tag, rep.aged, before)
+	rep.shape = before.String() + "; " + before.shape()
+	t.Logf("%s: server stopped, %d queue rows aged 72h: %s", tag, rep.aged, rep.shape)
 
 	// The target of the deterministic fence race: the root partition of a
 	// queue whose workers come back in phase 2, idle and with no task left
@@ -274,6 +276,10 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 	// report.compare).
 	time.Sleep(5 * time.Second)
 	rep.window = [2]time.Time{restarted, time.Now()}
+	// Temporal's metrics reach its Prometheus endpoint on a reporting
+	// interval: the window's counters are read a little later than its
+	// log lines.
+	time.Sleep(3 * time.Second)
 	mWindow, err := ts.metrics()
 	if err != nil {
 		t.Fatalf("%s: metrics: %v", tag, err)
@@ -592,6 +598,7 @@ func (rep *report) summary() string {
 	fmt.Fprintf(&b, "%s (mode %s) in %s:\n", rep.cfg.tag(), rep.cfg.mode.name, rep.took.Round(time.Second))
 	fmt.Fprintf(&b, "  phase 1 (%s): workflows %d/%d as expected (slowest %s %s; activities dispatched but never received, run again: %d); scavenger: %s\n", rep.phaseTook[0].Round(time.Second), rep.phase1.Completed, rep.phase1.Started, rep.phase1.SlowestID, rep.phase1.Slowest.Round(time.Second), rep.phase1.DispatchLost, rep.p1)
 	b.WriteString(rep.slowest[0])
+	fmt.Fprintf(&b, "  at the stop: %s\n", rep.shape)
 	fmt.Fprintf(&b, "  phase 2 (%s): %d queue rows aged 72h; workflows %d/%d as expected (slowest %s %s; dispatched but never received: %d)\n", rep.phaseTook[1].Round(time.Second), rep.aged, rep.phase2.Completed, rep.phase2.Started, rep.phase2.SlowestID, rep.phase2.Slowest.Round(time.Second), rep.phase2.DispatchLost)
 	b.WriteString(rep.slowest[1])
 	if rep.cfg.kind != noScavenger {

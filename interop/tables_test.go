@@ -303,3 +303,33 @@ func (inv inventory) check(m mode, now time.Time) (problems []string, summary st
 	summary = fmt.Sprintf("%s; %d tasks left (%d expired, behind live ones or in no mode's reach), %d orphans", inv, left, expiredLeft, orphans)
 	return problems, summary
 }
+
+// shape says what the tables hold beyond plain queues: rows listing
+// subqueues k > 0, tasks in such subqueues, tasks with a fairness key.
+func (inv inventory) shape() string {
+	rows, subTasks, fair := 0, 0, 0
+	subIDs := map[string]bool{}
+	for _, qs := range inv.queues {
+		for _, r := range qs {
+			if len(r.info.GetSubqueues()) > 1 {
+				rows++
+				if ns, err := uuid.Parse(r.info.GetNamespaceId()); err == nil {
+					for k := 1; k < len(r.info.GetSubqueues()); k++ {
+						subIDs[string(queueID(ns, r.info.GetName(), int(r.info.GetTaskType()), k))] = true
+					}
+				}
+			}
+		}
+	}
+	for _, ts := range inv.tasks {
+		for _, t := range ts {
+			if subIDs[string(t.id)] {
+				subTasks++
+			}
+			if t.info.GetData().GetPriority().GetFairnessKey() != "" {
+				fair++
+			}
+		}
+	}
+	return fmt.Sprintf("%d queue rows with subqueues k > 0, %d tasks in them, %d tasks with a fairness key", rows, subTasks, fair)
+}
