@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -215,4 +216,63 @@ func (k kinds) lines() []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][8:] < out[j][8:] })
 	return out
+}
+
+// TestKindClassification checks how log lines become kinds and which kinds
+// are takeover races, on lines as Temporal 1.32.1 logs them. It needs no
+// server.
+func TestKindClassification(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/temporal.log"
+	lines := []string{
+		`{"level":"error","ts":"2026-12-01T10:00:01.000Z","msg":"masked service failures","hash":"431e2549","error":"rpc error: code = Unknown desc = Task queue does not exists"}`,
+		`{"level":"warn","ts":"2026-12-01T10:00:01.100Z","msg":"Failed to poll for task.","Error":"something went wrong, please retry (431e2549)"}`,
+		`{"level":"error","ts":"2026-12-01T10:00:02.000Z","msg":"Operation failed with internal error.","error":"GetTaskQueue operation failed. Failed to check if task queue /_sys/act-03/2 of type Activity existed. Error: context canceled"}`,
+		`{"level":"warn","ts":"2026-12-01T10:00:30.000Z","msg":"Failed to sync state after drain completion","error":"Task queue does not exists"}`,
+		`{"level":"error","ts":"2026-12-01T10:00:40.000Z","msg":"service failures","error":"Task queue does not exists"}`,
+		`{"level":"info","ts":"2026-12-01T10:00:41.000Z","msg":"Started physicalTaskQueueManager"}`,
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	out, in, shut, err := logKinds([2]time.Time{t0, t0.Add(10 * time.Second)}, []time.Time{t0.Add(35 * time.Second)}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kinds{
+		"log error: masked service failures | rpc error: code = Unknown desc = Task queue does not exists":         1,
+		"log warn: Failed to poll for task. | masked: rpc error: code = Unknown desc = Task queue does not exists": 1,
+		"log: (a call cancelled, e.g. by a queue's unload) | context canceled":                                     1,
+	}
+	if fmt.Sprint(in) != fmt.Sprint(want) {
+		t.Errorf("window kinds:\n got %v\nwant %v", in, want)
+	}
+	if len(out) != 1 || out["log warn: Failed to sync state after drain completion | Task queue does not exists"] != 1 {
+		t.Errorf("outside kinds: %v", out)
+	}
+	if len(shut) != 1 || shut["log error: service failures | Task queue does not exists"] != 1 {
+		t.Errorf("shutdown kinds: %v", shut)
+	}
+	for k, race := range map[string]bool{
+		"log error: masked service failures | rpc error: code = Unknown desc = Task queue does not exists":         true,
+		"log warn: Failed to poll for task. | masked: rpc error: code = Unknown desc = Task queue does not exists": true,
+		"log error: failed to load child partition after root partition was loaded | Task queue does not exists":   true,
+		"log warn: Failed to sync state after drain completion | Task queue does not exists":                       false,
+		"log error: Persistent store operation failure | Task queue does not exists":                               false,
+		kindTakeoverMetric: true,
+		"metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=CreateTasks,service_name=matching}": false,
+		"metric condition_failed_errors{operation=TaskQueueMgr,service_name=matching,task_type=Workflow}":                             false,
+	} {
+		if takeoverRace(k) != race {
+			t.Errorf("takeoverRace(%q) = %t, want %t", k, !race, race)
+		}
+	}
+	m := metricKinds(`persistence_error_with_type{error_type="serviceerror_Unavailable",operation="GetTaskQueue",service_name="matching"} 2
+persistence_error_with_type{error_type="persistence_ConditionFailedError",operation="UpdateTaskQueue",service_name="matching"} 3
+persistence_errors{operation="GetTaskQueue",service_name="matching"} 2
+`)
+	if p := m.persistence(); len(p) != 1 || p[kindTakeoverMetric] != 3 {
+		t.Errorf("compared metric kinds: %v (all: %v)", p, m)
+	}
 }

@@ -77,7 +77,7 @@ func newEngineDB(t *testing.T, s settings, engine, tag string) *engineDB {
 		e.name = filepath.Join(s.work, tag+".db")
 		e.visName = filepath.Join(s.work, tag+"-visibility.db")
 		for _, f := range []string{e.name, e.visName} {
-			for _, suffix := range []string{"", "-wal", "-shm"} {
+			for _, suffix := range []string{"", "-wal", "-shm", ".tqscavenger.lock"} {
 				os.Remove(f + suffix)
 			}
 		}
@@ -138,7 +138,7 @@ func (e *engineDB) drop(t *testing.T) {
 		dropOn("pgx", pgAdmin, "DROP DATABASE IF EXISTS "+e.visName+" WITH (FORCE)")
 	case "sqlite":
 		for _, f := range []string{e.name, e.visName} {
-			for _, suffix := range []string{"", "-wal", "-shm"} {
+			for _, suffix := range []string{"", "-wal", "-shm", ".tqscavenger.lock"} {
 				os.Remove(f + suffix)
 			}
 		}
