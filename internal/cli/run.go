@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -56,49 +55,34 @@ type scavengeFlags struct {
 // maxClockSkew is how far --now may be ahead of the real clock.
 const maxClockSkew = time.Minute
 
-// multiFlag is a repeatable string flag.
-type multiFlag struct {
-	vals []string
-	set  bool
-}
-
-func (m *multiFlag) String() string { return strings.Join(m.vals, ",") }
-func (m *multiFlag) Set(v string) error {
-	m.set = true
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			m.vals = append(m.vals, s)
-		}
-	}
-	return nil
-}
-
-func (f *scavengeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
-	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
-	fs.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
-	fs.IntVar(&f.workers, "workers", 0, "jobs run at once "+byMode(defaults.Workers, temporalConfig.Workers))
-	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement "+byMode(defaults.ListPageSize, temporalConfig.ListPageSize))
-	fs.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it "+byMode(defaults.TaskBatchSize, temporalConfig.TaskBatchSize))
-	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
-	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass "+byMode(defaults.MaxDeferred, temporalConfig.MaxDeferred))
-	fs.DurationVar(&f.grace, "grace", 0, "idle time before an empty queue may be deleted "+byMode(defaults.Grace, temporalConfig.Grace))
-	fs.BoolVar(&f.unsafe, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+": only for a copy of a database no Temporal server uses (matching rewrites the row of a queue it holds only every 12h)")
-	fs.DurationVar(&f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
-	fs.DurationVar(&f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
-	fs.DurationVar(&f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
-	fs.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
-	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
-	fs.DurationVar(&f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size "+byMode(defaults.SlowStatement, temporalConfig.SlowStatement))
-	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
-	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one)")
-	fs.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
-	fs.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
-	fs.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
-	fs.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
-	fs.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
-	fs.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
-	fs.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
+// register registers the flags of a pass in their help groups.
+func (f *scavengeFlags) register(g *flagGroups) {
+	s, p := g.Scope, g.Pace
+	s.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
+	s.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
+	durationVar(s, &f.grace, "grace", 0, "idle time before an empty queue may be deleted "+byMode(defaults.Grace, temporalConfig.Grace))
+	s.BoolVar(&f.unsafe, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+": only for a copy of a database no Temporal server uses (matching rewrites the row of a queue it holds only every 12h)")
+	s.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
+	s.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
+	s.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
+	s.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
+	s.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
+	s.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
+	s.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
+	s.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
+	p.IntVar(&f.workers, "workers", 0, "jobs run at once "+byMode(defaults.Workers, temporalConfig.Workers))
+	p.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
+	p.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
+	durationVar(p, &f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
+	p.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one)")
+	p.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement "+byMode(defaults.ListPageSize, temporalConfig.ListPageSize))
+	p.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it "+byMode(defaults.TaskBatchSize, temporalConfig.TaskBatchSize))
+	p.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
+	p.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass "+byMode(defaults.MaxDeferred, temporalConfig.MaxDeferred))
+	durationVar(p, &f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size "+byMode(defaults.SlowStatement, temporalConfig.SlowStatement))
+	durationVar(p, &f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
+	durationVar(p, &f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
+	durationVar(p, &f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
 }
 
 func nonNegative(name string, v int) error {
@@ -204,8 +188,8 @@ func (f *scavengeFlags) storeOptions() sqlstore.Options {
 // openChecked opens the store the flags name and refuses a database
 // without usable task tables. Only the tables present and usable are
 // scavenged.
-func (c *connFlags) openChecked(ctx context.Context, fs *flag.FlagSet, args []string, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, store.SchemaInfo, error) {
-	db, err := c.open(ctx, fs, args, opts, warn)
+func (c *connFlags) openChecked(ctx context.Context, inv *invocation, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, store.SchemaInfo, error) {
+	db, err := c.open(ctx, inv.fs, inv.origins, opts, warn)
 	return checked(ctx, db, err)
 }
 
@@ -229,23 +213,28 @@ func checked(ctx context.Context, db *sqlstore.DB, err error) (*sqlstore.DB, sto
 	return db, info, nil
 }
 
-func runCmd(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run", "--db DSN [flags]")
+// runFlags are run's flags; it returns the pass.
+func runFlags(g *flagGroups) runFunc {
 	var sf scavengeFlags
 	var cf connFlags
 	var lf logFlags
-	var progress, statsJSON string
+	var progress, statsJSON, output string
 	var waitLock bool
-	sf.register(fs)
-	cf.register(fs)
-	lf.register(fs)
-	configFlag(fs)
-	fs.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
-	fs.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
-	fs.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file (for scripts and the benchmark)")
-	if err := parse(fs, args); err != nil {
-		return err
+	cf.register(g.Conn)
+	sf.register(g)
+	g.Pace.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
+	lf.register(g.Output)
+	outputFlag(g.Output, &output, "the pass's outcome and counts on stdout: text or json (logs go to stderr)")
+	g.Output.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
+	g.Output.StringVar(&statsJSON, "stats-json", "", "also write the pass's counts as JSON to this file (for scripts and the benchmark)")
+	configFlag(g.Other)
+	return func(ctx context.Context, inv *invocation) error {
+		return runPass(ctx, inv, &sf, &cf, &lf, progress, statsJSON, output, waitLock)
 	}
+}
+
+func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFlags, lf *logFlags, progress, statsJSON, output string, waitLock bool) error {
+	e := inv.env
 	cfg, err := sf.config()
 	if err != nil {
 		return err
@@ -260,7 +249,10 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	default:
 		return usagef("--progress %q: use auto, always or never", progress)
 	}
-	db, info, err := cf.openChecked(ctx, fs, args, sf.storeOptions(), func(w string) { log.Warn(w) })
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	db, info, err := cf.openChecked(ctx, inv, sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}
@@ -284,7 +276,13 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	stopProgress := startProgress(e.stderr, progress, s)
 	st, err := s.Run(ctx)
 	stopProgress()
-	printSummary(e.stdout, st, cfg.DryRun)
+	if output == "json" {
+		if werr := writeJSON(e.stdout, statsMap(st, db.Stats().Statements)); werr != nil && err == nil {
+			err = werr
+		}
+	} else {
+		printSummary(e.stdout, st, cfg.DryRun)
+	}
 	if statsJSON != "" {
 		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
 			err = werr
@@ -380,9 +378,10 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 	fmt.Fprintf(w, "time:   %s\n", st.Elapsed.Round(time.Millisecond))
 }
 
-// writeStatsJSON writes the pass's counts for scripts.
-func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
-	out := map[string]any{
+// statsMap is the pass's counts for scripts: --output json and
+// --stats-json.
+func statsMap(st scavenger.Stats, statements int64) map[string]any {
+	return map[string]any{
 		"outcome":            string(st.Outcome),
 		"failures_by_cause":  st.FailuresByCause,
 		"tasks_unknown":      st.TasksUnknown,
@@ -403,7 +402,11 @@ func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
 		"bad_rows":           st.BadRowCount,
 		"elapsed_seconds":    st.Elapsed.Seconds(),
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+}
+
+// writeStatsJSON writes the pass's counts for scripts.
+func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
+	b, err := json.MarshalIndent(statsMap(st, statements), "", "  ")
 	if err != nil {
 		return err
 	}
