@@ -153,6 +153,15 @@ type Daemon struct {
 	totals    totals       // counts of finished passes
 	lastRun   *PassRecord  // the last pass that ran (not skipped)
 	lastOK    *PassRecord  // the last completed pass
+
+	// loaded is when the configuration in effect was loaded: at New, or
+	// at the last applied reload. schedVersion counts the schedules, so
+	// that Run plans again after a reload; replan wakes it.
+	loaded       time.Time
+	schedVersion int64
+	reloads      map[string]int64
+	lastReload   *ReloadRecord
+	replan       chan struct{}
 }
 
 // New returns a daemon for cfg.
@@ -184,8 +193,10 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Int64N
 	}
-	d := &Daemon{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, state: Starting, totals: newTotals()}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, state: Starting, totals: newTotals(),
+		reloads: map[string]int64{}, replan: make(chan struct{}, 1)}
 	d.created = d.clock.Now()
+	d.loaded = d.created
 	d.reg = newRegistry(d)
 	return d, nil
 }
@@ -227,7 +238,7 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 // new work, its in-flight statements may finish within the shutdown
 // timeout, and the lock is released. Run returns nil after a clean stop.
 func (d *Daemon) Run(ctx context.Context) error {
-	sched := d.cfg.Schedule
+	sched, version := d.schedule()
 	now := d.clock.Now()
 	planned, fire := now, now
 	if !d.cfg.RunAtStart {
@@ -244,6 +255,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			stop()
 			d.log.Info(MsgShuttingDown)
 			return nil
+		case <-d.replan:
+			stop()
+			if s, v := d.schedule(); v != version {
+				// A reload: plan the next pass on its schedule, from now.
+				sched, version = s, v
+				if planned = sched.Next(d.clock.Now()); planned.IsZero() {
+					return errors.New("daemon: the schedule has no next pass")
+				}
+				fire = planned.Add(d.jitter())
+			}
+			continue
 		case <-c:
 		}
 		d.pass(ctx)
@@ -251,6 +273,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return nil
 		}
 		now = d.clock.Now()
+		if s, v := d.schedule(); v != version {
+			// Reloaded during the pass: its schedule from now.
+			sched, version, planned = s, v, now
+		}
 		planned = sched.Next(planned)
 		missed := 0
 		for !planned.After(now) && !planned.IsZero() {
@@ -270,11 +296,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+// schedule returns the schedule in effect and its version.
+func (d *Daemon) schedule() (Schedule, int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Schedule, d.schedVersion
+}
+
 func (d *Daemon) jitter() time.Duration {
-	if d.cfg.Jitter <= 0 {
+	d.mu.Lock()
+	j := d.cfg.Jitter
+	d.mu.Unlock()
+	if j <= 0 {
 		return 0
 	}
-	return time.Duration(d.cfg.Rand(int64(d.cfg.Jitter)))
+	return time.Duration(d.cfg.Rand(int64(j)))
 }
 
 func (d *Daemon) setState(s State, next time.Time) {

@@ -49,7 +49,11 @@ func (d *Daemon) pass(ctx context.Context) {
 		log.Debug("lock released")
 	}()
 
-	cfg := d.cfg.Scavenger
+	// The configuration at the pass's start: a reload during it changes
+	// only what Reconfigure says it does.
+	d.mu.Lock()
+	cfg, shutdownTimeout := d.cfg.Scavenger, d.cfg.ShutdownTimeout
+	d.mu.Unlock()
 	cfg.Logger = log
 	// The pass checks the lock as it goes, and stops if it is lost.
 	cfg.Lock = lock
@@ -72,6 +76,10 @@ func (d *Daemon) pass(ctx context.Context) {
 
 	sc := scavenger.New(d.cfg.DB, cfg)
 	d.mu.Lock()
+	if t := d.cfg.Scavenger; !sameTunables(t, cfg) {
+		// Reloaded since cfg was read: the tunables apply at once.
+		_ = sc.Tune(t)
+	}
 	d.current, d.currentID, d.currentAt = sc, id, start
 	d.totals.started++
 	d.mu.Unlock()
@@ -94,9 +102,12 @@ func (d *Daemon) pass(ctx context.Context) {
 	case <-ctx.Done():
 		d.setState(Stopping, time.Time{})
 		d.log.Info(MsgShuttingDown)
-		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout.String())
+		d.mu.Lock()
+		shutdownTimeout = d.cfg.ShutdownTimeout // a reload may have changed it
+		d.mu.Unlock()
+		log.Info(MsgDraining, "timeout", shutdownTimeout.String())
 		sctx, cancel := context.WithCancel(context.Background())
-		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
+		timeout, stop := d.clock.NewTimer(shutdownTimeout)
 		go func() {
 			select {
 			case <-timeout:
@@ -121,4 +132,11 @@ func (d *Daemon) pass(ctx context.Context) {
 		rec.Outcome, rec.Err = Failed, r.err.Error()
 	}
 	d.finish(rec, 0)
+}
+
+// sameTunables reports whether a and b have the same settings
+// scavenger.Scavenger.Tune changes.
+func sameTunables(a, b scavenger.Config) bool {
+	return a.MaxDeletesPerSecond == b.MaxDeletesPerSecond && a.MaxStatementsPerSecond == b.MaxStatementsPerSecond &&
+		a.RetryInitial == b.RetryInitial && a.RetryMax == b.RetryMax && a.RetryFor == b.RetryFor
 }

@@ -25,7 +25,7 @@ func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
 		func(next store.Store) store.Store {
 			return &gateStore{next: next, closing: s.closing, refused: refused}
 		},
-		limit(s.cfg, s.closing),
+		limit(s.tune, s.closing),
 	}
 	return store.Chain(s.st, append(mw, s.cfg.Middleware...)...)
 }
