@@ -276,6 +276,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if s, v := d.schedule(); v != version {
 			// Reloaded during the pass: its schedule from now.
 			sched, version, planned = s, v, now
+			select {
+			case <-d.replan: // taken into account here
+			default:
+			}
 		}
 		planned = sched.Next(planned)
 		missed := 0

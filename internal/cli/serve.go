@@ -167,6 +167,9 @@ func serveCmdFlags(g *flagGroups) runFunc {
 
 func serveCmd(ctx context.Context, e *env, ss *serveSettings) error {
 	sf, df := &ss.sf, &ss.df
+	// The log level is a variable, so that a reload changes it.
+	level := new(slog.LevelVar)
+	ss.lf.live = level
 	r, err := ss.resolve(e.stderr)
 	if err != nil {
 		return err
@@ -211,6 +214,8 @@ func serveCmd(ctx context.Context, e *env, ss *serveSettings) error {
 		"schedule", sched.String(), "jitter", jitter.String(), "run_at_start", df.runAtStart, "dry_run", cfg.DryRun)
 	stop := exitOnSecondSignal(log, os.Exit)
 	defer stop()
+	stopReloads := (&reloader{log: log, level: level, d: d, db: db, ss: ss, cur: r}).watch()
+	defer stopReloads()
 	if ln != nil {
 		err = d.Serve(ctx, ln)
 	} else {
