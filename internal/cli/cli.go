@@ -324,7 +324,7 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 	if c.Flags().Lookup("config") != nil {
 		fmt.Fprintln(w, "\nSettings: flag > TQSCAVENGER_* environment > --config FILE > default. Each flag is also read from")
 		fmt.Fprintln(w, "TQSCAVENGER_ and its name in upper case, '-' as '_' (--dry-run: TQSCAVENGER_DRY_RUN).")
-	} else if c.Flags().NFlag() >= 0 && c.Flags().Lookup("db") != nil {
+	} else if c.Flags().Lookup("db") != nil {
 		fmt.Fprintln(w, "\nEach flag is also read from TQSCAVENGER_ and its name in upper case, '-' as '_'.")
 	}
 	writeWrapped(w, "", exitStatusHelp, 100)
