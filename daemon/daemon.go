@@ -58,6 +58,12 @@ const (
 	MsgSchemaFailed = "schema check failed, pass not run"
 )
 
+// The defaults of Config, which serve's flags show.
+const (
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultHistory         = 20
+)
+
 // DB is what a daemon needs from a database: the scavenger's store, the
 // lock and the schema check. *sqlstore.DB implements it.
 type DB interface {
@@ -98,9 +104,11 @@ type Config struct {
 	// scheduled time.
 	RunAtStart bool
 	// ShutdownTimeout is how long the statements in flight when shutdown
-	// begins may run before they are cancelled. Default 30s.
+	// begins may run before they are cancelled. Default
+	// DefaultShutdownTimeout, 30s.
 	ShutdownTimeout time.Duration
-	// History is how many passes the status page lists. Default 20.
+	// History is how many passes the status page lists. Default
+	// DefaultHistory, 20.
 	History int
 	// DSN is the database's name with its password masked, for the
 	// status page.
@@ -179,10 +187,10 @@ func New(cfg Config) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if cfg.History <= 0 {
-		cfg.History = 20
+		cfg.History = DefaultHistory
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -1,7 +1,10 @@
 package cli_test
 
 import (
+	"html"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,4 +112,56 @@ func TestServeSIGHUP(t *testing.T) {
 		t.Errorf("exit status %d", code)
 	}
 	t.Logf("serve's log:\n%s", p.log())
+}
+
+// TestConfigOutputStartsServe: config's output, every default uncommented,
+// given to a real serve as its --config, starts it with the settings
+// config printed: the status page shows each with the same value.
+func TestConfigOutputStartsServe(t *testing.T) {
+	setEnv(t, nil)
+	db := seedFile(t)
+	first := writeTemp(t, "first.yaml", "db: "+db+"\nworkers: 7\nprotect: [a-, b-]\nmax-deletes-per-second: 250.5\nserve:\n  every: 6h\n  jitter: 5m\n")
+	code, out, errOut := tqs("config", "--config", first, "--grace", "72h", "--listen", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("config: exit %d: %s", code, errOut)
+	}
+	want := map[string]string{}
+	var file strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutSuffix(l, "  (default)"); ok && strings.HasPrefix(v, "# ") {
+			l = strings.TrimPrefix(v, "# ")
+		}
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		kv, _, _ := strings.Cut(l, "  #")
+		k, v, _ := strings.Cut(kv, ": ")
+		if uq, err := strconv.Unquote(v); err == nil {
+			v = uq
+		}
+		want[k] = v
+		file.WriteString(l + "\n")
+	}
+	if len(want) < 40 || want["workers"] != "7" || want["grace"] != "72h" || want["jitter"] != "5m" {
+		t.Fatalf("config printed %d settings: %v", len(want), want)
+	}
+	p := startServe(t, "--config", writeTemp(t, "second.yaml", file.String()))
+	_, page := get(t, "http://"+p.addr()+"/")
+	rows := regexp.MustCompile(`<tr><td><code>([^<]+)</code></td><td><code>([^<]*)</code></td>`).FindAllStringSubmatch(page, -1)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[1]] = html.UnescapeString(r[2])
+	}
+	for k, v := range want {
+		if k == "listen" || k == "log-format" || k == "jitter" {
+			continue // startServe gives these on its command line
+		}
+		if got[k] != v {
+			t.Errorf("serve runs with %s = %q, config printed %q", k, got[k], v)
+		}
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(30 * time.Second); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
 }

@@ -37,8 +37,8 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.jitter, "jitter", "10%", "largest random delay added to each pass: a duration, or a share of the interval such as 10%")
 	fs.BoolVar(&f.runAtStart, "run-at-start", false, "run the first pass at start instead of at the first scheduled time")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9464", `address for the status page, /metrics, /healthz and /readyz ("" for none)`)
-	durationVar(fs, &f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long statements in flight may run before they are cancelled")
-	fs.IntVar(&f.history, "history", 20, "passes listed on the status page")
+	durationVar(fs, &f.shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "on SIGTERM, how long statements in flight may run before they are cancelled")
+	fs.IntVar(&f.history, "history", daemon.DefaultHistory, "passes listed on the status page")
 }
 
 // schedule returns the schedule and the jitter the flags ask for.
