@@ -75,8 +75,6 @@ type command struct {
 	// args checks the positional arguments; nil allows none.
 	args func(args []string) error
 	subs []command
-	// hidden keeps a command out of the command list (bench's helpers).
-	hidden bool
 }
 
 // runFunc runs a command with its flags parsed and layered.
@@ -89,7 +87,6 @@ type invocation struct {
 	fs      *pflag.FlagSet
 	origins map[string]origin
 	args    []string // positional arguments
-	argv    []string // the command line after the command's name
 }
 
 // env is what a command runs with.
@@ -221,10 +218,9 @@ func newRoot(ctx context.Context, e *env) *cobra.Command {
 // cobra returns c as a cobra command.
 func (c command) cobra(ctx context.Context, e *env) *cobra.Command {
 	cc := &cobra.Command{
-		Use:    strings.TrimSpace(c.name + " " + c.usage),
-		Short:  c.summary,
-		Long:   c.long,
-		Hidden: c.hidden,
+		Use:   strings.TrimSpace(c.name + " " + c.usage),
+		Short: c.summary,
+		Long:  c.long,
 		Args: func(_ *cobra.Command, args []string) error {
 			if c.args != nil {
 				return c.args(args)

@@ -153,7 +153,7 @@ func layer(fs *pflag.FlagSet, noEnv ...string) (map[string]origin, error) {
 	})
 	var errs []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if aliasOf(f) != "" || out[f.Name].layer != fromDefault || slices.Contains(noEnv, f.Name) {
+		if aliasOf(f) != "" || f.Name == "help" || out[f.Name].layer != fromDefault || slices.Contains(noEnv, f.Name) {
 			return
 		}
 		name, v, ok, err := envLookup(f.Name)
@@ -199,7 +199,7 @@ func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 			return usagef("--config %s: a config file cannot name another", path)
 		}
 		f := fs.Lookup(s.name)
-		if f == nil || aliasOf(f) != "" {
+		if f == nil || aliasOf(f) != "" || f.Name == "help" {
 			return usagef("--config %s: %q is not a flag of tqscavenger %s (settings for one command go under its name, e.g. serve:)", path, s.name, fs.Name())
 		}
 		if o[f.Name].layer != fromDefault {
