@@ -90,9 +90,11 @@ func (r *reloader) reload() {
 	if err == nil {
 		next, err = fresh.resolve(io.Discard)
 	}
+	// Each refusal is recorded before it is logged: whoever reads the log
+	// line finds it on the status page and in the metrics.
 	if err != nil {
-		r.log.Error(daemon.MsgReloadRefused, "result", daemon.ReloadInvalid, "err", oneLine(advise(err)))
 		r.d.ReloadRefused(daemon.ReloadInvalid, err)
+		r.log.Error(daemon.MsgReloadRefused, "result", daemon.ReloadInvalid, "err", oneLine(advise(err)))
 		return
 	}
 	var restart []string
@@ -103,8 +105,8 @@ func (r *reloader) reload() {
 	}
 	if len(restart) > 0 {
 		err := fmt.Errorf("%s changed: a restart applies %s", strings.Join(restart, ", "), map[bool]string{true: "it", false: "them"}[len(restart) == 1])
-		r.log.Error(daemon.MsgReloadRefused, "result", daemon.ReloadNeedsRestart, "err", err.Error())
 		r.d.ReloadRefused(daemon.ReloadNeedsRestart, err)
+		r.log.Error(daemon.MsgReloadRefused, "result", daemon.ReloadNeedsRestart, "err", err.Error())
 		return
 	}
 	if err := r.d.Reconfigure(daemon.Reconfig{Scavenger: next.cfg, Schedule: next.sched, Jitter: next.jitter,
