@@ -270,7 +270,7 @@ var valueNames = map[string]string{
 	"tls-ca-data": "BASE64", "tls-cert-data": "BASE64", "tls-key-data": "BASE64", "tls-server-name": "NAME",
 	"now": "TIME", "queue": "GLOB", "protect": "PREFIX", "namespace": "UUID", "listen": "ADDR",
 	"cron": "EXPR", "jitter": "DURATION|PCT", "endpoint": "HOST", "user": "NAME", "database": "NAME",
-	"connect-attributes": "K=V&…", "temporal-store": "NAME", "plugin": "PLUGIN", "name-prefix": "PREFIX",
+	"connect-attributes": "K=V&...", "temporal-store": "NAME", "plugin": "PLUGIN", "name-prefix": "PREFIX",
 }
 
 // writeWrapped writes head and text, wrapped at width with every line
