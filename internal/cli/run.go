@@ -16,6 +16,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	progressline "github.com/tqscavenger/tqscavenger/internal/progress"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -250,16 +251,23 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, err := lf.logger(e.stderr)
-	if err != nil {
-		return err
-	}
-	cfg.Logger = log
 	switch progress {
 	case "auto", "always", "never":
 	default:
 		return usagef("--progress %q: use auto, always or never", progress)
 	}
+	// With a progress line, the log goes through it: the line is cleared
+	// before each log line and drawn again below it.
+	line := progressLine(e.stderr, progress)
+	logOut := e.stderr
+	if line != nil {
+		logOut = line
+	}
+	log, err := lf.logger(logOut)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
 	db, info, err := cf.openChecked(ctx, fs, args, sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
@@ -281,7 +289,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 
 	s := scavenger.New(db, cfg)
 	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(s.Config().Tables), "dry_run", cfg.DryRun)
-	stopProgress := startProgress(e.stderr, progress, s)
+	stopProgress := startProgress(line, s, cfg.DryRun)
 	st, err := s.Run(ctx)
 	stopProgress()
 	printSummary(e.stdout, st, cfg.DryRun)
@@ -297,35 +305,28 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// startProgress prints a progress line on w every half second while the
-// pass runs, if w is a terminal (or always).
-func startProgress(w io.Writer, mode string, s *scavenger.Scavenger) (stop func()) {
+// progressLine returns the progress line drawn on w, or nil if mode and
+// w call for none: by default (auto) there is one only on a terminal.
+func progressLine(w io.Writer, mode string) *progressline.Line {
 	if mode == "never" || (mode == "auto" && !isTerminal(w)) {
+		return nil
+	}
+	width := func() int { return 0 }
+	if f, ok := w.(*os.File); ok {
+		width = func() int { return progressline.TerminalWidth(f.Fd()) }
+	}
+	return progressline.NewLine(w, width)
+}
+
+// startProgress draws the pass's progress on line every half second while
+// the pass runs, and erases it when stop is called.
+func startProgress(line *progressline.Line, s *scavenger.Scavenger, dryRun bool) (stop func()) {
+	if line == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-				st := s.Stats()
-				rate := 0.0
-				if st.Elapsed > 0 {
-					rate = float64(st.TasksDeleted) / st.Elapsed.Seconds()
-				}
-				fmt.Fprintf(w, "\r\033[Kqueues %d/%d listed, %d deleted; tasks %d examined, %d deleted (%.0f/s)",
-					st.QueuesProcessed, st.QueuesListed, st.QueuesDeleted, st.TasksProcessed, st.TasksDeleted, rate)
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+	return line.Show(500*time.Millisecond, func(width int) string {
+		return progressline.Text(s.Stats(), dryRun, width)
+	})
 }
 
 // isTerminal reports whether w is a terminal. A character device is not
