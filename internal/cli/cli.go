@@ -44,6 +44,10 @@ type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "stopped by " + e.sig.String() }
 
+// Unwrap makes a signal a cancellation: the pass it stops is interrupted
+// (exit status 128+N), not failed.
+func (e signalError) Unwrap() error { return context.Canceled }
+
 // status returns 128 + the signal's number.
 func (e signalError) status() int {
 	if s, ok := e.sig.(syscall.Signal); ok {
