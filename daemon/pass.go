@@ -94,7 +94,7 @@ func (d *Daemon) pass(ctx context.Context) {
 	case <-ctx.Done():
 		d.setState(Stopping, time.Time{})
 		d.log.Info(MsgShuttingDown)
-		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout.String())
+		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout)
 		sctx, cancel := context.WithCancel(context.Background())
 		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
 		go func() {

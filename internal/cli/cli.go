@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
+	"github.com/tqscavenger/tqscavenger/internal/logattr"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -305,6 +306,10 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		// Durations as seconds, lists as arrays: typed for log pipelines.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			return logattr.JSON(groups, redactAttr(groups, a))
+		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format %q: use text or json", l.format)

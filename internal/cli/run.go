@@ -288,7 +288,11 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	cfg.Lock = lock
 
 	s := scavenger.New(db, cfg)
-	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(s.Config().Tables), "dry_run", cfg.DryRun)
+	var tables []string // names: a []store.Table would log as bytes
+	for _, t := range s.Config().Tables {
+		tables = append(tables, t.String())
+	}
+	log.Info("scavenging", "db", db.DSN().String(), "tables", tables, "dry_run", cfg.DryRun)
 	stopProgress := startProgress(line, s, cfg.DryRun)
 	st, err := s.Run(ctx)
 	stopProgress()
