@@ -168,10 +168,17 @@ func TestProgressLineInTmux(t *testing.T) {
 			if c.interrupt {
 				x.run("send-keys", "-t", "t", "C-c")
 			}
+			// tmux may see the pane's end (its terminal closed) before the
+			// exit status: wait for both.
+			var status string
+			deadRE := regexp.MustCompile(`^1:(\d+)$`)
 			x.waitFor("the pass to end", func() bool {
-				return strings.HasPrefix(x.run("display-message", "-p", "-t", "t", "#{pane_dead}"), "1")
+				m := deadRE.FindStringSubmatch(strings.TrimSpace(x.run("display-message", "-p", "-t", "t", "#{pane_dead}:#{pane_dead_status}")))
+				if m != nil {
+					status = m[1]
+				}
+				return m != nil
 			})
-			status := strings.TrimSpace(x.run("display-message", "-p", "-t", "t", "#{pane_dead_status}"))
 			end := x.screen(true)
 			if t.Failed() || testing.Verbose() {
 				t.Logf("at the end, the last lines:\n%s", strings.Join(end[max(0, len(end)-12):], "\n"))
