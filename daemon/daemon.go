@@ -256,7 +256,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.setState(Stopped, time.Time{})
 	for {
 		d.setState(Idle, fire)
-		d.log.Info(MsgNextPass, "at", fire, "in", fire.Sub(d.clock.Now()).Round(time.Millisecond).String())
+		d.log.Info(MsgNextPass, "at", fire, "in", fire.Sub(d.clock.Now()).Round(time.Millisecond))
 		c, stop := d.clock.NewTimer(fire.Sub(d.clock.Now()))
 		select {
 		case <-ctx.Done():

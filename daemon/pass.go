@@ -105,7 +105,7 @@ func (d *Daemon) pass(ctx context.Context) {
 		d.mu.Lock()
 		shutdownTimeout = d.cfg.ShutdownTimeout // a reload may have changed it
 		d.mu.Unlock()
-		log.Info(MsgDraining, "timeout", shutdownTimeout.String())
+		log.Info(MsgDraining, "timeout", shutdownTimeout)
 		sctx, cancel := context.WithCancel(context.Background())
 		timeout, stop := d.clock.NewTimer(shutdownTimeout)
 		go func() {

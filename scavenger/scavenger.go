@@ -323,6 +323,7 @@ func (p *pass) run(ctx context.Context) error {
 			return err
 		}
 	}
+	p.c.listingDone.Store(true)
 	if p.cfg.Orphans == OrphansNone || p.cfg.QueueGlob != "" {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
+	"github.com/tqscavenger/tqscavenger/internal/logattr"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -44,6 +45,10 @@ const exitStatusHelp = "Exit status: 0 success, 1 pass failed, 2 bad input, 3 su
 type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "stopped by " + e.sig.String() }
+
+// Unwrap makes a signal a cancellation: the pass it stops is interrupted
+// (exit status 128+N), not failed.
+func (e signalError) Unwrap() error { return context.Canceled }
 
 // status returns 128 + the signal's number.
 func (e signalError) status() int {
@@ -464,6 +469,10 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		// Durations as seconds, lists as arrays: typed for log pipelines.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			return logattr.JSON(groups, redactAttr(groups, a))
+		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format %q: use text or json", l.format)

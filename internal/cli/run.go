@@ -15,6 +15,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	progressline "github.com/tqscavenger/tqscavenger/internal/progress"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -239,11 +240,6 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	if err != nil {
 		return err
 	}
-	log, err := lf.logger(e.stderr)
-	if err != nil {
-		return err
-	}
-	cfg.Logger = log
 	switch progress {
 	case "auto", "always", "never":
 	default:
@@ -252,6 +248,18 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	if err := checkOutput(output); err != nil {
 		return err
 	}
+	// With a progress line, the log goes through it: the line is cleared
+	// before each log line and drawn again below it.
+	line := progressLine(e.stderr, progress)
+	logOut := e.stderr
+	if line != nil {
+		logOut = line
+	}
+	log, err := lf.logger(logOut)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
 	db, info, err := cf.openChecked(ctx, inv, sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
@@ -272,8 +280,12 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	cfg.Lock = lock
 
 	s := scavenger.New(db, cfg)
-	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(s.Config().Tables), "dry_run", cfg.DryRun)
-	stopProgress := startProgress(e.stderr, progress, s)
+	var tables []string // names: a []store.Table would log as bytes
+	for _, t := range s.Config().Tables {
+		tables = append(tables, t.String())
+	}
+	log.Info("scavenging", "db", db.DSN().String(), "tables", tables, "dry_run", cfg.DryRun)
+	stopProgress := startProgress(line, s, cfg.DryRun)
 	st, err := s.Run(ctx)
 	stopProgress()
 	if output == "json" {
@@ -295,35 +307,28 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	return nil
 }
 
-// startProgress prints a progress line on w every half second while the
-// pass runs, if w is a terminal (or always).
-func startProgress(w io.Writer, mode string, s *scavenger.Scavenger) (stop func()) {
+// progressLine returns the progress line drawn on w, or nil if mode and
+// w call for none: by default (auto) there is one only on a terminal.
+func progressLine(w io.Writer, mode string) *progressline.Line {
 	if mode == "never" || (mode == "auto" && !isTerminal(w)) {
+		return nil
+	}
+	width := func() int { return 0 }
+	if f, ok := w.(*os.File); ok {
+		width = func() int { return progressline.TerminalWidth(f.Fd()) }
+	}
+	return progressline.NewLine(w, width)
+}
+
+// startProgress draws the pass's progress on line every half second while
+// the pass runs, and erases it when stop is called.
+func startProgress(line *progressline.Line, s *scavenger.Scavenger, dryRun bool) (stop func()) {
+	if line == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-				st := s.Stats()
-				rate := 0.0
-				if st.Elapsed > 0 {
-					rate = float64(st.TasksDeleted) / st.Elapsed.Seconds()
-				}
-				fmt.Fprintf(w, "\r\033[Kqueues %d/%d listed, %d deleted; tasks %d examined, %d deleted (%.0f/s)",
-					st.QueuesProcessed, st.QueuesListed, st.QueuesDeleted, st.TasksProcessed, st.TasksDeleted, rate)
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+	return line.Show(500*time.Millisecond, func(width int) string {
+		return progressline.Text(s.Stats(), dryRun, width)
+	})
 }
 
 // isTerminal reports whether w is a terminal. A character device is not

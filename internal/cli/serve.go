@@ -211,7 +211,7 @@ func serveCmd(ctx context.Context, e *env, ss *serveSettings) error {
 	}
 	bi := buildinfo.Read()
 	log.Info("serve started", "version", bi.Version, "revision", bi.Revision, "listen", addr, "db", db.DSN().String(), "engine", string(info.Engine),
-		"schedule", sched.String(), "jitter", jitter.String(), "run_at_start", df.runAtStart, "dry_run", cfg.DryRun)
+		"schedule", sched.String(), "jitter", jitter, "run_at_start", df.runAtStart, "dry_run", cfg.DryRun)
 	stop := exitOnSecondSignal(log, os.Exit)
 	defer stop()
 	stopReloads := (&reloader{log: log, level: level, d: d, db: db, ss: ss, cur: r}).watch()
