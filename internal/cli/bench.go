@@ -31,6 +31,8 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		engines, cases, binary string
 		o                      bench.Options
 		markdown, quiet        bool
+		live                   bool
+		lo                     bench.LiveOptions
 	)
 	fs.StringVar(&engines, "engines", "sqlite,postgres,mysql", "engines to measure, comma-separated")
 	fs.StringVar(&o.Postgres, "postgres", bench.DefaultPostgres, "PostgreSQL server: databases tqs_bench_* are created there and dropped after")
@@ -46,6 +48,13 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.RawPageSize, "raw-page-size", 0, fmt.Sprintf("rows per read of the raw bound (default %d)", bench.DefaultRawPageSize))
 	fs.IntVar(&o.RawBatchSize, "raw-batch-size", 0, fmt.Sprintf("rows per delete of the raw bound (default %d)", bench.DefaultRawBatchSize))
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	fs.BoolVar(&live, "live-load", false, "measure instead the latency of matching's statements while passes run (no pass, default, temporal, each rate limit, --yield-to-load)")
+	fs.StringVar(&lo.Case, "live-case", "all-expired", "--live-load: the case the passes delete")
+	fs.DurationVar(&lo.MinDuration, "live-duration", time.Minute, "--live-load: a phase runs passes until it has this much time of samples, or --live-samples")
+	fs.IntVar(&lo.MinSamples, "live-samples", 10_000, "--live-load: a phase runs passes until it has this many samples, or --live-duration")
+	fs.IntVar(&lo.Conns, "live-conns", 8, "--live-load: the workload's connections (SQLite: one)")
+	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: half the capacity measured)")
+	fs.DurationVar(&lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -77,6 +86,19 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	}
 	if !quiet {
 		o.Log = e.stderr
+	}
+	if live {
+		if lo.MinDuration <= 0 || lo.MinSamples <= 0 || lo.Conns <= 0 || lo.Rate < 0 || lo.CapacityFor <= 0 {
+			return usagef("--live-duration, --live-samples, --live-conns and --live-capacity-for must be positive, --live-rate not negative")
+		}
+		rep, err := bench.RunLive(ctx, o, lo)
+		if rep != nil {
+			bench.PrintLive(e.stdout, rep, markdown)
+		}
+		if err != nil && strings.Contains(err.Error(), "unknown case") {
+			return usageError{err}
+		}
+		return err
 	}
 	rep, err := bench.Run(ctx, o)
 	if rep != nil {

@@ -45,6 +45,8 @@ type scavengeFlags struct {
 	maxConns int
 
 	maxDeletes, maxStatements float64
+	yield                     bool
+	yieldFactor               float64
 
 	pastLiveHead  bool
 	belowAckLevel bool
@@ -94,6 +96,8 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one)")
 	fs.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
 	fs.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
+	fs.BoolVar(&f.yield, "yield-to-load", false, "back off (fewer statements at once, pauses) while the pass's own statements run slower than their baseline by --yield-factor; only ever slower than the rate limits")
+	fs.Float64Var(&f.yieldFactor, "yield-factor", 0, fmt.Sprintf("with --yield-to-load: how much slower than its baseline a statement may get before the pass backs off (default %g)", scavenger.DefaultYieldFactor))
 	fs.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
 	fs.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
 	fs.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
@@ -164,6 +168,7 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		return c, usagef("--max-deletes-per-second and --max-statements-per-second must not be negative")
 	}
 	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
+	c.YieldToLoad, c.YieldFactor = f.yield, f.yieldFactor
 	switch scavenger.OrphanPolicy(f.orphans) {
 	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
 		c.Orphans = scavenger.OrphanPolicy(f.orphans)
