@@ -33,7 +33,8 @@ import (
 // The pass runs at most `allowed` statements at once (between 1 and
 // Config.Workers) and, after each, pauses for its latency × (1/share − 1)
 // before the next takes the slot: share is the fraction of time a slot
-// spends in the database (1/64 to 1). A window whose median exceeds
+// spends in the database (1/16 to 1: a pass under load for good runs at
+// least a sixteenth of its pace). A window whose median exceeds
 // YieldFactor × its kind's baseline halves both (multiplicative
 // decrease); a quiet window raises share by 1/8 and, once share is 1,
 // allowed by one (additive increase). The pass starts at one statement at
@@ -46,7 +47,7 @@ import (
 // than Config.SlowStatement.
 const (
 	yieldSamples  = 8
-	yieldMinShare = 1.0 / 64
+	yieldMinShare = 1.0 / 16
 	// yieldLogEvery bounds the log lines of backing off.
 	yieldLogEvery = 10 * time.Second
 )
