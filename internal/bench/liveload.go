@@ -74,6 +74,9 @@ type LiveOptions struct {
 	Rate float64
 	// CapacityFor is how long the capacity is measured. Default 5s.
 	CapacityFor time.Duration
+	// Phases limits the run to these phases, in LivePhases' order; the
+	// limit phases need the default one before them. Default: all.
+	Phases []LivePhase
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -258,6 +261,13 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 		le.Load = append(le.Load, loadAvg())
 		var figs []LiveFigure
 		for _, ph := range LivePhases() {
+			if len(lo.Phases) > 0 && !slices.Contains(lo.Phases, ph) {
+				continue
+			}
+			if (ph == LiveMaxDeletes || ph == LiveMaxStatements) && le.MaxDeletes == 0 {
+				r.logf("%s live-load %s: skipped: the limits are set from a default pass, which did not run", e, ph)
+				continue
+			}
 			var args []string
 			switch ph {
 			case LiveTemporal:

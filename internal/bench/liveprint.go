@@ -33,11 +33,9 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 			continue
 		}
 		var rows [][]string
-		for j, ph := range LivePhases() {
+		for j := range le.Reps[0] {
 			figs := column(le.Reps, j)
-			if len(figs) == 0 {
-				continue
-			}
+			ph := figs[0].Phase
 			pick := func(f func(LiveFigure) time.Duration) time.Duration {
 				var ds []time.Duration
 				for _, fig := range figs {

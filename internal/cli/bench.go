@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		o                      bench.Options
 		markdown, quiet        bool
 		live                   bool
+		phases                 string
 		lo                     bench.LiveOptions
 	)
 	fs.StringVar(&engines, "engines", "sqlite,postgres,mysql", "engines to measure, comma-separated")
@@ -54,6 +56,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&lo.MinSamples, "live-samples", 10_000, "--live-load: a phase runs passes until it has this many samples, or --live-duration")
 	fs.IntVar(&lo.Conns, "live-conns", 8, "--live-load: the workload's connections (SQLite: one)")
 	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: half the capacity measured)")
+	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, yield-to-load")
 	fs.DurationVar(&lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -90,6 +93,15 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	if live {
 		if lo.MinDuration <= 0 || lo.MinSamples <= 0 || lo.Conns <= 0 || lo.Rate < 0 || lo.CapacityFor <= 0 {
 			return usagef("--live-duration, --live-samples, --live-conns and --live-capacity-for must be positive, --live-rate not negative")
+		}
+		if phases != "all" {
+			for _, p := range strings.Split(phases, ",") {
+				ph := bench.LivePhase(strings.TrimSpace(p))
+				if !slices.Contains(bench.LivePhases(), ph) {
+					return usagef("--live-phases: unknown phase %q", p)
+				}
+				lo.Phases = append(lo.Phases, ph)
+			}
 		}
 		rep, err := bench.RunLive(ctx, o, lo)
 		if rep != nil {
