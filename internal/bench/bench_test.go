@@ -72,13 +72,13 @@ func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) {
 		if cr.Err != nil || len(cr.Warnings) > 0 {
 			t.Errorf("%s: err %v, warnings %q", c.Name, cr.Err, cr.Warnings)
 		}
-		want := map[bench.Pass]bench.Rows{bench.PassDefault: {}, bench.PassTemporal: {}, bench.PassRaw: {}}
+		want := map[bench.Pass]bench.Rows{bench.PassDefault: {}, bench.PassTemporal: {}, bench.PassRaw: {}, bench.PassSafeRaw: {}}
 		if c.Name == "live-head" {
 			// One live task at the head of each queue, half the tasks
 			// expired behind it, the rest live.
 			all := bench.Rows{Tasks: c.Tasks(), Queues: int64(c.Queues)}
 			live := bench.Rows{Tasks: c.Tasks() - int64(c.Queues*c.TasksPerQueue/2), Queues: int64(c.Queues)}
-			want = map[bench.Pass]bench.Rows{bench.PassDefault: all, bench.PassTemporal: all, bench.PassPastLiveHead: live, bench.PassRaw: live}
+			want = map[bench.Pass]bench.Rows{bench.PassDefault: all, bench.PassTemporal: all, bench.PassPastLiveHead: live, bench.PassRaw: live, bench.PassSafeRaw: live}
 		}
 		if len(cr.Passes) != len(want) {
 			t.Errorf("%s: %d passes, want %d", c.Name, len(cr.Passes), len(want))

@@ -134,6 +134,8 @@ func benchRawCmd(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&cfg.Grace, "grace", 48*time.Hour, "idle time before an empty queue is deleted")
 	fs.IntVar(&cfg.PageSize, "page-size", bench.DefaultRawPageSize, "rows per read")
 	fs.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultRawBatchSize, "rows per delete")
+	fs.BoolVar(&cfg.Safe, "safe", false, "the safe raw bound: queue deletes fenced on range_id, and the orphan re-check's walk")
+	fs.DurationVar(&cfg.TxBudget, "tx-budget", 0, "run the deletes in transactions committed once open this long (default: each statement commits)")
 	fs.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file")
 	if err := parse(fs, args); err != nil {
 		return err
