@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -207,21 +206,6 @@ func (f *scavengeFlags) storeOptions() sqlstore.Options {
 	return sqlstore.Options{StatementTimeout: f.stmtTO, MaxConns: f.maxConns}
 }
 
-// forJournal applies the defaults of the SQLite file's journal mode (see
-// scavenger.Config.ForJournal) and says so when they change anything.
-func forJournal(ctx context.Context, db *sqlstore.DB, cfg scavenger.Config, log *slog.Logger) (scavenger.Config, error) {
-	mode, err := db.JournalMode(ctx)
-	if err != nil {
-		return cfg, err
-	}
-	tuned := cfg.ForJournal(mode)
-	if tuned.TaskBatchSize != cfg.TaskBatchSize || tuned.SlowStatement != cfg.SlowStatement {
-		log.Info("rollback journal: fewer, larger deletes, each write transaction kept short", "journal_mode", mode,
-			"task_batch_size", tuned.TaskBatchSize, "slow_statement", tuned.SlowStatement)
-	}
-	return tuned, nil
-}
-
 // openChecked opens the store the flags name and refuses a database
 // without usable task tables. Only the tables present and usable are
 // scavenged.
@@ -288,9 +272,6 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	defer db.Close()
 	if cfg.Tables == nil {
 		cfg.Tables = info.Tables
-	}
-	if cfg, err = forJournal(ctx, db, cfg, log); err != nil {
-		return err
 	}
 	lock, err := db.Lock(ctx, waitLock)
 	if err != nil {

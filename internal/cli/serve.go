@@ -162,9 +162,6 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	if cfg, err = forJournal(ctx, db, cfg, log); err != nil {
-		return err
-	}
 	d, err := daemon.New(daemon.Config{
 		DB:              db,
 		Scavenger:       cfg,
