@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,9 @@ func benchFlags(g *flagGroups) runFunc {
 		engines, cases, binary string
 		o                      bench.Options
 		markdown, quiet        bool
+		live                   bool
+		phases                 string
+		lo                     bench.LiveOptions
 	)
 	fs := g.Other
 	fs.StringVar(&engines, "engines", "sqlite,postgres,mysql", "engines to measure, comma-separated")
@@ -34,14 +38,22 @@ func benchFlags(g *flagGroups) runFunc {
 	fs.IntVar(&o.ListPageSize, "list-page-size", 0, "page size of the listing measurement (default: queues/100, within 10..1000)")
 	fs.IntVar(&o.RawPageSize, "raw-page-size", 0, fmt.Sprintf("rows per read of the raw bound (default %d)", bench.DefaultRawPageSize))
 	fs.IntVar(&o.RawBatchSize, "raw-batch-size", 0, fmt.Sprintf("rows per delete of the raw bound (default %d)", bench.DefaultRawBatchSize))
+	fs.BoolVar(&live, "live-load", false, "measure instead the latency of matching's statements while passes run (no pass, default, temporal, each rate limit, --yield-to-load)")
+	fs.StringVar(&lo.Case, "live-case", "all-expired", "--live-load: the case the passes delete")
+	durationVar(fs, &lo.MinDuration, "live-duration", time.Minute, "--live-load: a phase runs passes until it has this much time of samples, or --live-samples")
+	fs.IntVar(&lo.MinSamples, "live-samples", 10_000, "--live-load: a phase runs passes until it has this many samples, or --live-duration")
+	fs.IntVar(&lo.Conns, "live-conns", 8, "--live-load: the workload's connections (SQLite: one)")
+	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: half the capacity measured)")
+	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, yield-to-load")
+	durationVar(fs, &lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
 	g.Output.BoolVar(&markdown, "markdown", false, "print the tables as Markdown")
 	g.Output.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return func(ctx context.Context, inv *invocation) error {
-		return benchCmd(ctx, inv.env, engines, cases, binary, o, markdown, quiet)
+		return benchCmd(ctx, inv.env, engines, cases, binary, o, markdown, quiet, live, phases, lo)
 	}
 }
 
-func benchCmd(ctx context.Context, e *env, engines, cases, binary string, o bench.Options, markdown, quiet bool) error {
+func benchCmd(ctx context.Context, e *env, engines, cases, binary string, o bench.Options, markdown, quiet, live bool, phases string, lo bench.LiveOptions) error {
 	if o.Scale < 1 || o.Repeat < 1 || o.PassTimeout < 0 {
 		return usagef("--scale and --repeat must be at least 1, --pass-timeout not negative")
 	}
@@ -71,6 +83,28 @@ func benchCmd(ctx context.Context, e *env, engines, cases, binary string, o benc
 	if !quiet {
 		o.Log = e.stderr
 	}
+	if live {
+		if lo.MinDuration <= 0 || lo.MinSamples <= 0 || lo.Conns <= 0 || lo.Rate < 0 || lo.CapacityFor <= 0 {
+			return usagef("--live-duration, --live-samples, --live-conns and --live-capacity-for must be positive, --live-rate not negative")
+		}
+		if phases != "all" {
+			for _, p := range strings.Split(phases, ",") {
+				ph := bench.LivePhase(strings.TrimSpace(p))
+				if !slices.Contains(bench.LivePhases(), ph) {
+					return usagef("--live-phases: unknown phase %q", p)
+				}
+				lo.Phases = append(lo.Phases, ph)
+			}
+		}
+		rep, err := bench.RunLive(ctx, o, lo)
+		if rep != nil {
+			bench.PrintLive(e.stdout, rep, markdown)
+		}
+		if err != nil && strings.Contains(err.Error(), "unknown case") {
+			return usageError{err}
+		}
+		return err
+	}
 	rep, err := bench.Run(ctx, o)
 	if rep != nil {
 		bench.Print(e.stdout, rep, markdown)
@@ -93,6 +127,8 @@ func benchRawFlags(g *flagGroups) runFunc {
 	durationVar(g.Scope, &cfg.Grace, "grace", 48*time.Hour, "idle time before an empty queue is deleted")
 	g.Pace.IntVar(&cfg.PageSize, "page-size", bench.DefaultRawPageSize, "rows per read")
 	g.Pace.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultRawBatchSize, "rows per delete")
+	g.Pace.BoolVar(&cfg.Safe, "safe", false, "the safe raw bound: queue deletes fenced on range_id, and the orphan re-check's walk")
+	durationVar(g.Pace, &cfg.TxBudget, "tx-budget", 0, "run the deletes in transactions committed once open this long (default: each statement commits)")
 	g.Output.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file")
 	return func(ctx context.Context, inv *invocation) error {
 		return benchRawCmd(ctx, inv.env, dsn, now, statsJSON, cfg)

@@ -45,6 +45,8 @@ type scavengeFlags struct {
 	maxConns int
 
 	maxDeletes, maxStatements float64
+	yield                     bool
+	yieldFactor               float64
 
 	pastLiveHead  bool
 	belowAckLevel bool
@@ -84,6 +86,8 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	durationVar(p, &f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
 	durationVar(p, &f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
 	durationVar(p, &f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
+	p.BoolVar(&f.yield, "yield-to-load", false, "back off (fewer statements at once, pauses) while the pass's own statements run slower than their baseline by --yield-factor; only ever slower than the rate limits")
+	p.Float64Var(&f.yieldFactor, "yield-factor", 0, fmt.Sprintf("with --yield-to-load: how much slower than its baseline a statement may get before the pass backs off (default %g)", scavenger.DefaultYieldFactor))
 }
 
 func nonNegative(name string, v int) error {
@@ -149,6 +153,7 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		return c, usagef("--max-deletes-per-second and --max-statements-per-second must not be negative")
 	}
 	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
+	c.YieldToLoad, c.YieldFactor = f.yield, f.yieldFactor
 	switch scavenger.OrphanPolicy(f.orphans) {
 	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
 		c.Orphans = scavenger.OrphanPolicy(f.orphans)
