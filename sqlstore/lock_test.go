@@ -142,6 +142,44 @@ func killLockSession(t *testing.T, db *sqlstore.DB) {
 			t.Fatal(err)
 		}
 	}
+	waitLockFree(t, db)
+}
+
+// waitLockFree waits until the server has released the lock of a killed
+// session: KILL and pg_terminate_backend only signal the session, which
+// lets go of its locks when it notices (later on a loaded machine).
+func waitLockFree(t *testing.T, db *sqlstore.DB) {
+	t.Helper()
+	pool := testdb.SQL(t, db)
+	var q string
+	var args []any
+	switch db.Engine() {
+	case sqlstore.Postgres:
+		const key = "('x' || substr(md5('tqscavenger.' || current_schema()), 1, 16))::bit(64)::bigint"
+		q = "SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory' AND granted" +
+			" AND classid = ((" + key + " >> 32) & 4294967295)::oid AND objid = (" + key + " & 4294967295)::oid AND objsubid = 1"
+	case sqlstore.MySQL:
+		q, args = "SELECT IS_FREE_LOCK(?) = 1", []any{sqlstore.MySQLLockName(db.DSN().Database())}
+	default:
+		return
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		var free bool
+		if err := pool.QueryRowContext(ctx, q, args...).Scan(&free); err != nil {
+			t.Fatalf("is the killed session's lock free: %v", err)
+		}
+		if free {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the killed session still holds its lock after 30s")
+		}
+	}
 }
 
 // TestLockCheck: a held lock checks as held until what holds it is gone
