@@ -95,9 +95,9 @@ type sizes struct {
 
 func workloadSizes(short bool) sizes {
 	if short {
-		return sizes{phase1: 60, backlog: 15, fresh: 10, spread: 20 * time.Second, bound: 4 * time.Minute}
+		return sizes{phase1: 60, backlog: 15, fresh: 10, spread: 20 * time.Second, bound: 6 * time.Minute}
 	}
-	return sizes{phase1: 200, backlog: 45, fresh: 30, spread: 50 * time.Second, bound: 4 * time.Minute}
+	return sizes{phase1: 200, backlog: 45, fresh: 30, spread: 50 * time.Second, bound: 6 * time.Minute}
 }
 
 // execute runs one configuration: phase 1 beside a live server, then the
