@@ -332,11 +332,61 @@ func TestKindClassification(t *testing.T) {
 			t.Errorf("noiseKind(%q) = %t, want %t", k, !noise, noise)
 		}
 	}
+	for k, cond := range map[string]bool{
+		kindTakeoverMetric: true,
+		"metric condition_failed_errors{operation=TaskQueueMgr,service_name=matching,task_type=Activity}":                             true,
+		"metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=CreateTasks,service_name=matching}": true,
+		"log error: Persistent store operation failure | Task queue range ID was N when it was should have been N":                    true,
+		"log warn: Failed to sync state after drain completion | Task queue does not exists":                                          false,
+		"metric persistence_error_with_type{error_type=serviceerror_NotFound,operation=GetTaskQueue,service_name=matching}":           false,
+	} {
+		if queueRowCondition(k) != cond {
+			t.Errorf("queueRowCondition(%q) = %t, want %t", k, !cond, cond)
+		}
+	}
 	m := metricKinds(`persistence_error_with_type{error_type="serviceerror_Unavailable",operation="GetTaskQueue",service_name="matching"} 2
 persistence_error_with_type{error_type="persistence_ConditionFailedError",operation="UpdateTaskQueue",service_name="matching"} 3
 persistence_errors{operation="GetTaskQueue",service_name="matching"} 2
 `)
 	if p := m.persistence(); len(p) != 1 || p[kindTakeoverMetric] != 3 {
 		t.Errorf("compared metric kinds: %v (all: %v)", p, m)
+	}
+}
+
+// TestCompareQueueRowConditions checks the rule for queue-row condition
+// failures the control lacks: reported when all fell in phase 1 and
+// tqscavenger deleted no queue row there; a failed check when it did, and
+// in phase 2 beyond the queue rows it deleted. It needs no server.
+func TestCompareQueueRowConditions(t *testing.T) {
+	mgr := "metric condition_failed_errors{operation=TaskQueueMgr,service_name=matching,task_type=Activity}"
+	for _, c := range []struct {
+		name              string
+		kind              string
+		p1Deleted         int64
+		inPhase2          int
+		p2Deleted         int64
+		wantFail, wantRep bool
+	}{
+		{"phase 1, no queue deleted", mgr, 0, 0, 0, false, true},
+		{"phase 1, queues deleted", mgr, 3, 0, 0, true, false},
+		{"phase 2, loaded queue", mgr, 0, 1, 10, true, false},
+		{"phase 2 takeover within the deletes", kindTakeoverMetric, 0, 1, 10, false, false},
+		{"phase 2 takeovers beyond the deletes", kindTakeoverMetric, 0, 1, 0, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := &report{cfg: runConfig{engine: "postgres", kind: realServe},
+				kinds: kinds{c.kind: 1}, windowKinds: kinds{}, phase2Kinds: kinds{},
+				p1: counts{QueuesDeleted: c.p1Deleted}, p2: counts{QueuesDeleted: c.p2Deleted}}
+			if c.inPhase2 > 0 {
+				rep.phase2Kinds[c.kind] = c.inPhase2
+			}
+			rep.compare(&report{kinds: kinds{}, windowKinds: kinds{}})
+			if (len(rep.problems) > 0) != c.wantFail {
+				t.Errorf("problems %q, want failed %t", rep.problems, c.wantFail)
+			}
+			if (rep.unattributed[c.kind] > 0) != c.wantRep {
+				t.Errorf("unattributed %v, want reported %t", rep.unattributed, c.wantRep)
+			}
+		})
 	}
 }

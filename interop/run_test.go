@@ -76,6 +76,7 @@ type report struct {
 	abandonedKept          []string  // re-leased by matching meanwhile, or holding live tasks
 	takeoverRaces          kinds     // phase 2 kinds beyond the control's that are matching's failed takeovers
 	noise, controlNoise    kinds     // timing and transport kinds (noiseKind) in the run and its control: reported, not compared
+	unattributed           kinds     // queue-row condition failures in phase 1 when tqscavenger deleted no queue row there: reported
 	sqliteBusy             kinds     // SQLite: Temporal's writes that met SQLITE_BUSY (reported; failed with TQS_INTEROP_SQLITE_STRICT=1)
 	finalSummary           string
 	problems               []string // failed checks
@@ -562,7 +563,7 @@ func (rep *report) compare(control *report) {
 	all.add(control.kinds)
 	all.add(control.windowKinds)
 	rep.takeoverRaces, rep.sqliteBusy = kinds{}, kinds{}
-	rep.noise, rep.controlNoise = kinds{}, kinds{}
+	rep.noise, rep.controlNoise, rep.unattributed = kinds{}, kinds{}, kinds{}
 	for _, k := range []kinds{rep.kinds, rep.windowKinds} {
 		for n, c := range k.persistence() {
 			if noiseKind(n) {
@@ -584,6 +585,11 @@ func (rep *report) compare(control *report) {
 			case noiseKind(n):
 			case rep.cfg.engine == "sqlite" && sqliteBusy(n):
 				rep.sqliteBusy[n] += c
+			case !k.window && queueRowCondition(n) && rep.p1.QueuesDeleted == 0 && rep.phase2Kinds[n] == 0:
+				// All in phase 1, where tqscavenger deleted no queue row:
+				// it never writes one otherwise, so it cannot have moved a
+				// range_id; Temporal makes these alone (unload races).
+				rep.unattributed[n] += c
 			case takeoverRace(n) && (k.window || rep.phase2Kinds[n] >= c):
 				// In the first pass's window, or later in phase 2: serve's
 				// queue deletes there race with takeovers too.
@@ -618,6 +624,18 @@ func sqliteBusy(kind string) bool {
 
 // kindTakeoverMetric counts failed conditional updates of a queue row.
 const kindTakeoverMetric = "metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=UpdateTaskQueue,service_name=matching}"
+
+// queueRowCondition says whether a kind is a condition failure on a queue
+// row: a write refused because the row's range_id moved or the row is gone
+// (matching's conditional updates and appends, and its queue manager's
+// count of them). tqscavenger can cause one only by deleting a queue row:
+// it writes no queue row otherwise.
+func queueRowCondition(kind string) bool {
+	return kind == kindTakeoverMetric ||
+		strings.HasPrefix(kind, "metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=CreateTasks,") ||
+		strings.HasPrefix(kind, "metric condition_failed_errors{operation=TaskQueueMgr,") ||
+		strings.HasPrefix(kind, "log ") && strings.Contains(kind, "Task queue range ID was")
+}
 
 func takeoverRace(kind string) bool {
 	if kind == kindTakeoverMetric {
@@ -670,6 +688,13 @@ func (rep *report) summary() string {
 	if len(rep.takeoverRaces) > 0 {
 		fmt.Fprintf(&b, "  of which takeover races (a fenced delete between matching's read and its update; matching retried): %d kinds, %d occurrences\n",
 			len(rep.takeoverRaces), rep.takeoverRaces.total())
+	}
+	if len(rep.unattributed) > 0 {
+		fmt.Fprintf(&b, "  queue-row condition failures in phase 1, where tqscavenger deleted no queue row (not its doing; reported): %d kinds, %d occurrences\n",
+			len(rep.unattributed), rep.unattributed.total())
+		for _, l := range rep.unattributed.lines() {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
 	}
 	if len(rep.noise)+len(rep.controlNoise) > 0 {
 		fmt.Fprintf(&b, "  timing and transport kinds (reported, not compared): with tqscavenger / without\n")
