@@ -1,6 +1,8 @@
 package interop
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"net/url"
@@ -74,6 +76,15 @@ func readSettings() (settings, error) {
 			s.engines = s.engines[:1]
 		}
 	}
+	ci := os.Getenv("CI") == "true"
+	if ci && os.Getenv("TQS_INTEROP_ENGINES") == "" {
+		// CI cannot pass by leaving an engine out.
+		for _, v := range []string{"TQS_TEST_POSTGRES", "TQS_TEST_MYSQL"} {
+			if os.Getenv(v) == "" {
+				return s, fmt.Errorf("CI=true: the interop suite must run on PostgreSQL and MariaDB, and %s is not set", v)
+			}
+		}
+	}
 	for _, e := range s.engines {
 		switch e {
 		case "postgres":
@@ -90,6 +101,24 @@ func readSettings() (settings, error) {
 		case "sqlite":
 		default:
 			return s, fmt.Errorf("TQS_INTEROP_ENGINES: unknown engine %q (postgres, mysql, sqlite)", e)
+		}
+	}
+	// Every server a selected engine needs answers, or the suite fails at
+	// once with the reason (the URL's password redacted), rather than in
+	// Temporal's schema tool or not at all.
+	for _, e := range s.engines {
+		servers := map[string]*url.URL{}
+		switch e {
+		case "postgres":
+			servers["PostgreSQL (TQS_TEST_POSTGRES)"] = s.postgres
+		case "mysql":
+			servers["MariaDB (TQS_TEST_MYSQL)"] = s.mysql
+			servers["PostgreSQL (TQS_TEST_POSTGRES, for visibility)"] = s.postgres
+		}
+		for name, u := range servers {
+			if err := pingServer(u); err != nil {
+				return s, fmt.Errorf("engine %s: %s at %s is unreachable: %v", e, name, u.Redacted(), err)
+			}
 		}
 	}
 	fv := os.Getenv("TQS_INTEROP_FAIRNESS")
@@ -142,6 +171,23 @@ func readSettings() (settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// pingServer connects to a server of TQS_TEST_POSTGRES or TQS_TEST_MYSQL
+// within 15 s.
+func pingServer(u *url.URL) error {
+	driver, dsn := "pgx", u.String()
+	if u.Scheme == "mysql" {
+		driver, dsn = "mysql", mysqlDriverDSN(u, strings.TrimPrefix(u.Path, "/"))
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
 }
 
 func goBuild(dir, out, pkg string) error {

@@ -57,6 +57,8 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 				Level, Msg, Hash string
 				Error            string    // Temporal's "error", the SDK's "Error"
 				TS               time.Time `json:"ts"`
+				Operation        string    `json:"operation"`       // a persistence call's (Temporal's metrics wrapper)
+				StoreOperation   string    `json:"store-operation"` // matching's name of the persistence call
 			}
 			if json.Unmarshal(sc.Bytes(), &l) != nil {
 				continue
@@ -80,7 +82,7 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 			case !l.TS.Before(window[0]) && !l.TS.After(window[1]):
 				k = inside
 			}
-			k[logKind(l.Level, l.Msg, l.Error)]++
+			k[logKind(l.Level, l.Msg, l.Error, l.Operation+" "+l.StoreOperation)]++
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
@@ -90,24 +92,68 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 	return outside, inside, shutdown, nil
 }
 
-// logKind is a log line's kind. Three transient families are one kind
-// each, whatever the call and level, as which call they meet is chance:
-// a call cancelled (matching cancels a queue's in-flight calls when it
-// unloads the queue, every 20 s of idleness here), a call that timed out (a
-// loaded database), and a request that met a queue being unloaded. They are
-// still compared with the control: a scavenger that made Temporal's calls
-// time out where the control's did not would fail the run.
-func logKind(level, msg, err string) string {
+// The transient families: one kind each, whatever the call and level, as
+// which call they meet is chance under load.
+const (
+	kindCancelled    = "log: (a call cancelled, e.g. by a queue's unload) | context canceled"
+	kindTimedOut     = "log: (a call timed out) | context deadline exceeded"
+	kindTaskTableTO  = "log: (a persistence call on the task tables timed out) | context deadline exceeded"
+	kindShuttingDown = "log: (a request met a queue being unloaded) | task queue shutting down"
+)
+
+// reTaskTables names the persistence calls on the four tables tqscavenger
+// deletes from (task_queues, task_queues_v2, tasks, tasks_v2), by
+// Temporal's operation names, matching's store-operation names and the
+// SQL store's error texts.
+var reTaskTables = regexp.MustCompile(`\b(CreateTasks|GetTasks|CompleteTasksLessThan|CompleteTask|CreateTaskQueue|UpdateTaskQueue|GetTaskQueue|ListTaskQueue|DeleteTaskQueue|get-tasks|complete-tasks?|complete-tasks-less-than|create-task|update-task-queue|stop-task-queue)\b|Failed to lock task queue`)
+
+// logKind is a log line's kind (op: the line's persistence operation
+// fields, if any). A call that timed out is told apart by whether it was a
+// persistence call on the task tables (tqscavenger's locks could make it
+// wait: compared strictly) or anything else (an RPC between Temporal's
+// services, a poll, another table: noise under load, reported).
+func logKind(level, msg, err, op string) string {
 	switch {
 	case strings.HasSuffix(err, "context canceled"):
-		return "log: (a call cancelled, e.g. by a queue's unload) | context canceled"
+		return kindCancelled
+	case strings.Contains(err, "context deadline exceeded") && reTaskTables.MatchString(op+" "+msg+" "+err):
+		return kindTaskTableTO
 	case strings.Contains(err, "context deadline exceeded"):
-		return "log: (a call timed out) | context deadline exceeded"
+		return kindTimedOut
 	case err == "task queue shutting down":
-		return "log: (a request met a queue being unloaded) | task queue shutting down"
+		return kindShuttingDown
 	}
 	return "log " + level + ": " + normalize(msg) + " | " + normalize(err)
 }
+
+// reTransport is an RPC that failed for want of a connection: a service
+// restarting or a connection dropped under load. No tqscavenger statement
+// can do that to Temporal's RPCs.
+var reTransport = regexp.MustCompile(`connection refused|transport is closing|error reading from server|connection reset by peer|broken pipe|code = Unavailable desc = (connection error|error reading)|i/o timeout`)
+
+// noiseKind says whether a kind is timing or transport noise: reported
+// with its counts in the run and the control, never a failed check. These
+// are calls cancelled (matching cancels a queue's calls when it unloads
+// it, a worker's stop cancels its polls), RPCs that timed out, requests
+// that met a queue being unloaded, and RPCs without a connection. What a
+// scavenger could cause through them has a cause that is compared
+// strictly: a queue made to unload by a deleted row shows condition
+// failures and "does not exist" kinds first; a task lost shows in the
+// workflows' outcomes; a lock that made Temporal wait shows as a timed-out
+// persistence call on the task tables (kindTaskTableTO, strict).
+func noiseKind(n string) bool {
+	switch n {
+	case kindCancelled, kindTimedOut, kindShuttingDown:
+		return true
+	}
+	if !strings.HasPrefix(n, "log ") || reTaskTables.MatchString(n) || rePersistenceStrict.MatchString(n) {
+		return false
+	}
+	return reTransport.MatchString(n)
+}
+
+// rePersistenceStrict: kinds no transport failure explains.
+var rePersistenceStrict = regexp.MustCompile(`(?i)condition|range ?id|does not exist|ownership|lease|deadlock|lock wait|SQLSTATE`)
 
 // metricKinds reads the persistence error metrics from a /metrics scrape.
 func metricKinds(body string) kinds {
@@ -228,6 +274,9 @@ func TestKindClassification(t *testing.T) {
 		`{"level":"error","ts":"2026-12-01T10:00:01.000Z","msg":"masked service failures","hash":"431e2549","error":"rpc error: code = Unknown desc = Task queue does not exists"}`,
 		`{"level":"warn","ts":"2026-12-01T10:00:01.100Z","msg":"Failed to poll for task.","Error":"something went wrong, please retry (431e2549)"}`,
 		`{"level":"error","ts":"2026-12-01T10:00:02.000Z","msg":"Operation failed with internal error.","error":"GetTaskQueue operation failed. Failed to check if task queue /_sys/act-03/2 of type Activity existed. Error: context canceled"}`,
+		`{"level":"error","ts":"2026-12-01T10:00:03.000Z","msg":"Operation failed with internal error.","error":"context deadline exceeded","operation":"CompleteTasksLessThan"}`,
+		`{"level":"error","ts":"2026-12-01T10:00:04.000Z","msg":"Persistent store operation failure","store-operation":"get-tasks","error":"GetTasks operation failed. Failed to get rows. Error: context deadline exceeded"}`,
+		`{"level":"warn","ts":"2026-12-01T10:00:05.000Z","msg":"Unable to call matching.PollActivityTaskQueue.","error":"context deadline exceeded"}`,
 		`{"level":"warn","ts":"2026-12-01T10:00:30.000Z","msg":"Failed to sync state after drain completion","error":"Task queue does not exists"}`,
 		`{"level":"error","ts":"2026-12-01T10:00:40.000Z","msg":"service failures","error":"Task queue does not exists"}`,
 		`{"level":"info","ts":"2026-12-01T10:00:41.000Z","msg":"Started physicalTaskQueueManager"}`,
@@ -243,7 +292,9 @@ func TestKindClassification(t *testing.T) {
 	want := kinds{
 		"log error: masked service failures | rpc error: code = Unknown desc = Task queue does not exists":         1,
 		"log warn: Failed to poll for task. | masked: rpc error: code = Unknown desc = Task queue does not exists": 1,
-		"log: (a call cancelled, e.g. by a queue's unload) | context canceled":                                     1,
+		kindCancelled:   1,
+		kindTaskTableTO: 2,
+		kindTimedOut:    1,
 	}
 	if fmt.Sprint(in) != fmt.Sprint(want) {
 		t.Errorf("window kinds:\n got %v\nwant %v", in, want)
@@ -268,11 +319,74 @@ func TestKindClassification(t *testing.T) {
 			t.Errorf("takeoverRace(%q) = %t, want %t", k, !race, race)
 		}
 	}
+	for k, noise := range map[string]bool{
+		kindCancelled: true, kindTimedOut: true, kindShuttingDown: true, kindTaskTableTO: false,
+		"log warn: Failed to poll for task. | rpc error: code = Unavailable desc = connection error: desc = \"…\"":   true,
+		"log error: Unable to call matching.AddActivityTask | transport is closing":                                  true,
+		"log error: Persistent store operation failure | GetTasks operation failed. Error: connection refused":       false,
+		"log error: Operation failed with internal error. | Error N (N): Deadlock found; try restarting transaction": false,
+		"log warn: Failed to sync state after drain completion | Task queue does not exists":                         false,
+		kindTakeoverMetric: false,
+	} {
+		if noiseKind(k) != noise {
+			t.Errorf("noiseKind(%q) = %t, want %t", k, !noise, noise)
+		}
+	}
+	for k, cond := range map[string]bool{
+		kindTakeoverMetric: true,
+		"metric condition_failed_errors{operation=TaskQueueMgr,service_name=matching,task_type=Activity}":                             true,
+		"metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=CreateTasks,service_name=matching}": true,
+		"log error: Persistent store operation failure | Task queue range ID was N when it was should have been N":                    true,
+		"log warn: Failed to sync state after drain completion | Task queue does not exists":                                          false,
+		"metric persistence_error_with_type{error_type=serviceerror_NotFound,operation=GetTaskQueue,service_name=matching}":           false,
+	} {
+		if queueRowCondition(k) != cond {
+			t.Errorf("queueRowCondition(%q) = %t, want %t", k, !cond, cond)
+		}
+	}
 	m := metricKinds(`persistence_error_with_type{error_type="serviceerror_Unavailable",operation="GetTaskQueue",service_name="matching"} 2
 persistence_error_with_type{error_type="persistence_ConditionFailedError",operation="UpdateTaskQueue",service_name="matching"} 3
 persistence_errors{operation="GetTaskQueue",service_name="matching"} 2
 `)
 	if p := m.persistence(); len(p) != 1 || p[kindTakeoverMetric] != 3 {
 		t.Errorf("compared metric kinds: %v (all: %v)", p, m)
+	}
+}
+
+// TestCompareQueueRowConditions checks the rule for queue-row condition
+// failures the control lacks: reported when all fell in phase 1 and
+// tqscavenger deleted no queue row there; a failed check when it did, and
+// in phase 2 beyond the queue rows it deleted. It needs no server.
+func TestCompareQueueRowConditions(t *testing.T) {
+	mgr := "metric condition_failed_errors{operation=TaskQueueMgr,service_name=matching,task_type=Activity}"
+	for _, c := range []struct {
+		name              string
+		kind              string
+		p1Deleted         int64
+		inPhase2          int
+		p2Deleted         int64
+		wantFail, wantRep bool
+	}{
+		{"phase 1, no queue deleted", mgr, 0, 0, 0, false, true},
+		{"phase 1, queues deleted", mgr, 3, 0, 0, true, false},
+		{"phase 2, loaded queue", mgr, 0, 1, 10, true, false},
+		{"phase 2 takeover within the deletes", kindTakeoverMetric, 0, 1, 10, false, false},
+		{"phase 2 takeovers beyond the deletes", kindTakeoverMetric, 0, 1, 0, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := &report{cfg: runConfig{engine: "postgres", kind: realServe},
+				kinds: kinds{c.kind: 1}, windowKinds: kinds{}, phase2Kinds: kinds{},
+				p1: counts{QueuesDeleted: c.p1Deleted}, p2: counts{QueuesDeleted: c.p2Deleted}}
+			if c.inPhase2 > 0 {
+				rep.phase2Kinds[c.kind] = c.inPhase2
+			}
+			rep.compare(&report{kinds: kinds{}, windowKinds: kinds{}})
+			if (len(rep.problems) > 0) != c.wantFail {
+				t.Errorf("problems %q, want failed %t", rep.problems, c.wantFail)
+			}
+			if (rep.unattributed[c.kind] > 0) != c.wantRep {
+				t.Errorf("unattributed %v, want reported %t", rep.unattributed, c.wantRep)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,9 @@ type report struct {
 	shape                  string    // the tables when the server stopped in phase 2
 	abandonedLeft          []string  // abandoned rows the pass should have deleted
 	abandonedKept          []string  // re-leased by matching meanwhile, or holding live tasks
-	takeoverRaces          kinds     // window kinds beyond the control's that are matching's failed takeovers
+	takeoverRaces          kinds     // phase 2 kinds beyond the control's that are matching's failed takeovers
+	noise, controlNoise    kinds     // timing and transport kinds (noiseKind) in the run and its control: reported, not compared
+	unattributed           kinds     // queue-row condition failures in phase 1 when tqscavenger deleted no queue row there: reported
 	sqliteBusy             kinds     // SQLite: Temporal's writes that met SQLITE_BUSY (reported; failed with TQS_INTEROP_SQLITE_STRICT=1)
 	finalSummary           string
 	problems               []string // failed checks
@@ -93,9 +96,9 @@ type sizes struct {
 
 func workloadSizes(short bool) sizes {
 	if short {
-		return sizes{phase1: 60, backlog: 15, fresh: 10, spread: 20 * time.Second, bound: 4 * time.Minute}
+		return sizes{phase1: 60, backlog: 15, fresh: 10, spread: 20 * time.Second, bound: 6 * time.Minute}
 	}
-	return sizes{phase1: 200, backlog: 45, fresh: 30, spread: 50 * time.Second, bound: 4 * time.Minute}
+	return sizes{phase1: 200, backlog: 45, fresh: 30, spread: 50 * time.Second, bound: 6 * time.Minute}
 }
 
 // execute runs one configuration: phase 1 beside a live server, then the
@@ -545,40 +548,51 @@ func (rep *report) checkOutcomes() {
 	}
 }
 
-// compare adds a failed check for every persistence error kind the run
-// shows and its control does not. In phase 2's first-pass window one family
-// is told apart: a queue row deleted (fenced, correctly) between matching's
-// read of it and its conditional takeover update makes that takeover fail
-// with "Task queue does not exists"; matching retries and creates the queue
-// afresh. No fence can prevent it (the row was idle and unowned when it was
-// deleted); such kinds are reported as takeover races, and only when they
-// are no more than the queue rows the pass deleted.
+// compare adds a failed check for every kind tqscavenger could cause that
+// the run shows and its control does not (see noiseKind for the kinds that
+// are reported instead, with both runs' counts). In phase 2, where queue
+// rows are deleted, one family is told apart: a queue row deleted (fenced,
+// correctly) between matching's read of it and its conditional takeover
+// update makes that takeover fail with "Task queue does not exists";
+// matching retries and creates the queue afresh. No fence can prevent it
+// (the row was idle and unowned when it was deleted); such kinds are
+// reported as takeover races, and only when they are no more than the
+// queue rows tqscavenger deleted.
 func (rep *report) compare(control *report) {
 	all := kinds{}
 	all.add(control.kinds)
 	all.add(control.windowKinds)
 	rep.takeoverRaces, rep.sqliteBusy = kinds{}, kinds{}
-	window := rep.windowKinds.beyond(all).persistence()
-	for n, c := range window {
-		if takeoverRace(n) {
-			rep.takeoverRaces[n] += c
+	rep.noise, rep.controlNoise, rep.unattributed = kinds{}, kinds{}, kinds{}
+	for _, k := range []kinds{rep.kinds, rep.windowKinds} {
+		for n, c := range k.persistence() {
+			if noiseKind(n) {
+				rep.noise[n] += c
+			}
+		}
+	}
+	for n, c := range all.persistence() {
+		if noiseKind(n) {
+			rep.controlNoise[n] += c
 		}
 	}
 	for _, k := range []struct {
 		k      kinds
 		window bool
-	}{{rep.kinds.beyond(all).persistence(), false}, {window, true}} {
+	}{{rep.kinds.beyond(all).persistence(), false}, {rep.windowKinds.beyond(all).persistence(), true}} {
 		for n, c := range k.k {
 			switch {
+			case noiseKind(n):
 			case rep.cfg.engine == "sqlite" && sqliteBusy(n):
 				rep.sqliteBusy[n] += c
-			case k.window && takeoverRace(n):
-			case !k.window && takeoverRace(n) && rep.phase2Kinds[n] >= c:
-				// serve's queue deletes later in phase 2 race with takeovers too.
-				rep.takeoverRaces[n] += c
-			case k.window && len(rep.takeoverRaces) > 0 && strings.HasPrefix(n, "log: ("):
-				// A failed takeover fails the partition's load: the requests
-				// waiting on it time out or meet it unloading.
+			case !k.window && queueRowCondition(n) && rep.p1.QueuesDeleted == 0 && rep.phase2Kinds[n] == 0:
+				// All in phase 1, where tqscavenger deleted no queue row:
+				// it never writes one otherwise, so it cannot have moved a
+				// range_id; Temporal makes these alone (unload races).
+				rep.unattributed[n] += c
+			case takeoverRace(n) && (k.window || rep.phase2Kinds[n] >= c):
+				// In the first pass's window, or later in phase 2: serve's
+				// queue deletes there race with takeovers too.
 				rep.takeoverRaces[n] += c
 			case k.window:
 				rep.fail("Temporal error kind not seen without tqscavenger (phase 2, first pass): %6d  %s", c, n)
@@ -610,6 +624,18 @@ func sqliteBusy(kind string) bool {
 
 // kindTakeoverMetric counts failed conditional updates of a queue row.
 const kindTakeoverMetric = "metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=UpdateTaskQueue,service_name=matching}"
+
+// queueRowCondition says whether a kind is a condition failure on a queue
+// row: a write refused because the row's range_id moved or the row is gone
+// (matching's conditional updates and appends, and its queue manager's
+// count of them). tqscavenger can cause one only by deleting a queue row:
+// it writes no queue row otherwise.
+func queueRowCondition(kind string) bool {
+	return kind == kindTakeoverMetric ||
+		strings.HasPrefix(kind, "metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=CreateTasks,") ||
+		strings.HasPrefix(kind, "metric condition_failed_errors{operation=TaskQueueMgr,") ||
+		strings.HasPrefix(kind, "log ") && strings.Contains(kind, "Task queue range ID was")
+}
 
 func takeoverRace(kind string) bool {
 	if kind == kindTakeoverMetric {
@@ -662,6 +688,27 @@ func (rep *report) summary() string {
 	if len(rep.takeoverRaces) > 0 {
 		fmt.Fprintf(&b, "  of which takeover races (a fenced delete between matching's read and its update; matching retried): %d kinds, %d occurrences\n",
 			len(rep.takeoverRaces), rep.takeoverRaces.total())
+	}
+	if len(rep.unattributed) > 0 {
+		fmt.Fprintf(&b, "  queue-row condition failures in phase 1, where tqscavenger deleted no queue row (not its doing; reported): %d kinds, %d occurrences\n",
+			len(rep.unattributed), rep.unattributed.total())
+		for _, l := range rep.unattributed.lines() {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+	}
+	if len(rep.noise)+len(rep.controlNoise) > 0 {
+		fmt.Fprintf(&b, "  timing and transport kinds (reported, not compared): with tqscavenger / without\n")
+		names := kinds{}
+		names.add(rep.noise)
+		names.add(rep.controlNoise)
+		var ns []string
+		for n := range names {
+			ns = append(ns, n)
+		}
+		sort.Strings(ns)
+		for _, n := range ns {
+			fmt.Fprintf(&b, "    %6d / %6d  %s\n", rep.noise[n], rep.controlNoise[n], n)
+		}
 	}
 	if len(rep.sqliteBusy) > 0 {
 		fmt.Fprintf(&b, "  SQLite write conflicts (Temporal's deferred transactions met tqscavenger's commits; Temporal retried): %d kinds, %d occurrences\n",

@@ -377,7 +377,7 @@ dynamicConfigClient:
   filepath: %q
   pollInterval: 10s
 `,
-		store("default", ts.db.engine, ts.db.name, 5),
+		store("default", ts.db.engine, ts.db.name, 10),
 		store("visibility", visEngine, ts.db.visName, 2),
 		p(portMetrics),
 		p(portFrontend), p(portFrontendMembership),
@@ -474,8 +474,22 @@ func (ts *temporalServer) metrics() (string, error) {
 	return scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", ts.base+portMetrics))
 }
 
+// scrape reads a Prometheus endpoint. On a loaded machine Temporal's can
+// take more than 10 s to answer: three tries of 30 s each, then the error.
 func scrape(u string) (string, error) {
-	c := http.Client{Timeout: 10 * time.Second}
+	var err error
+	for try := 0; try < 3; try++ {
+		var body string
+		if body, err = scrapeOnce(u); err == nil {
+			return body, nil
+		}
+		time.Sleep(time.Second)
+	}
+	return "", fmt.Errorf("3 tries: %w", err)
+}
+
+func scrapeOnce(u string) (string, error) {
+	c := http.Client{Timeout: 30 * time.Second}
 	resp, err := c.Get(u)
 	if err != nil {
 		return "", err
