@@ -41,22 +41,20 @@ type PartitionInput struct {
 	Partition int             `json:"partition"`
 }
 
-// Progress is a partition activity's heartbeat: its low-water mark.
-// Every queue row of the partition whose range_hash is below Next has been
-// scavenged, and the orphans of the task rows below Next; nothing at or
-// above it is claimed. It records positions only, never what was decided
-// about a row, so that resuming from it re-reads and re-decides every row
-// at or above the mark.
+// Progress is a partition activity's heartbeat. Its Checkpoint holds the
+// pass's low-water marks (scavenger.Checkpoint): positions only, never
+// what was decided about a row, each before every unfinished or deferred
+// job, so that a retry resuming from it redoes at most work that is safe
+// to redo and skips none.
 type Progress struct {
-	Partition      int    `json:"partition"`
-	Partitions     int    `json:"partitions"`
-	SettingsDigest string `json:"settings_digest"`
-	Identity       string `json:"database_identity"`
-	// Next is the low-water mark, a range_hash position from the
-	// partition's first hash to its last plus one (done).
-	Next uint64 `json:"next"`
-	// Done counts the work of the pieces below Next, over every attempt.
-	Done Totals `json:"done"`
+	Partition  int   `json:"partition"`
+	Partitions int   `json:"partitions"`
+	Attempt    int32 `json:"attempt"`
+	// Checkpoint is the pass's positions; nil before the first.
+	Checkpoint *scavenger.Checkpoint `json:"checkpoint,omitempty"`
+	// Counted is the work of every attempt so far, each earlier one up to
+	// its last heartbeat.
+	Counted Totals `json:"counted"`
 }
 
 // PartitionResult is how one partition of a pass ended.
@@ -69,14 +67,18 @@ type PartitionResult struct {
 	Error   string `json:"error,omitempty"`
 	// Attempt is the attempt that finished (1: no retry).
 	Attempt int32 `json:"attempt"`
-	// ResumedFrom is the mark the finishing attempt resumed from; zero
-	// with Resumed false for a partition done in one go.
-	Resumed     bool   `json:"resumed"`
-	ResumedFrom uint64 `json:"resumed_from,omitempty"`
-	// Totals counts the partition's work over all attempts; ThisAttempt
-	// that of the finishing attempt only.
-	Totals      Totals `json:"totals"`
-	ThisAttempt Totals `json:"this_attempt"`
+	// Resumed says the finishing attempt resumed from an earlier one's
+	// heartbeat, at the positions ResumedFrom.
+	Resumed     bool                     `json:"resumed"`
+	ResumedFrom []scavenger.WalkPosition `json:"resumed_from,omitempty"`
+	// ThisAttempt counts the work of the finishing attempt;
+	// EarlierAttempts that of the attempts before it, up to their last
+	// heartbeat. Rows an earlier attempt examined past its last mark are
+	// examined again, and counted twice (a delete is never redone: the row
+	// is gone). Totals is their sum.
+	ThisAttempt     Totals `json:"this_attempt"`
+	EarlierAttempts Totals `json:"earlier_attempts"`
+	Totals          Totals `json:"totals"`
 }
 
 // Activities holds the partition activity of a worker connected to one
@@ -90,11 +92,12 @@ type Activities struct {
 	Middleware []store.Middleware
 }
 
-// ScavengePartition scavenges one partition of a pass. It takes the
-// partition's lock, resumes from the last heartbeat's mark if this is a
-// retry under the same settings, and scavenges the rest of the partition
-// in pieces, heartbeating the mark after each. Cancellation (delivered
-// with a heartbeat) stops the pass at once, its statements cancelled.
+// ScavengePartition scavenges one partition of a pass. It checks that its
+// worker reaches the pass's database, takes the partition's range lock,
+// resumes from the last heartbeat's checkpoint if this is a retry, and
+// heartbeats the pass's low-water marks as they advance. Cancellation
+// (delivered with a heartbeat) stops the pass at once, its statements
+// cancelled.
 func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (PartitionResult, error) {
 	log := a.Logger
 	if log == nil {
@@ -106,13 +109,14 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	if err := d.Validate(); err != nil {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
 	}
-	r, err := PartitionRange(in.Partition, d.Partitions)
+	cfg, err := d.Config(in.Partition)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrBadDescription, err)
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
 	}
+	r := cfg.Partition.Range()
 	res.Range = r.String()
-	log = log.With("partition", fmt.Sprintf("%d/%d", in.Partition, d.Partitions), "range", r.String(), "attempt", info.Attempt)
+	log = log.With("partition", cfg.Partition.String(), "range", r.String(), "attempt", info.Attempt)
 
 	id, err := a.DB.Identity(ctx)
 	if err != nil {
@@ -131,78 +135,71 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	}
 	defer lock.Unlock()
 
-	p := Progress{Partition: in.Partition, Partitions: d.Partitions, SettingsDigest: d.settingsDigest(), Identity: id, Next: uint64(r.Lo)}
+	p := Progress{Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}
 	if activity.HasHeartbeatDetails(ctx) {
 		var last Progress
 		switch err := activity.GetHeartbeatDetails(ctx, &last); {
 		case err != nil:
-			log.Warn("heartbeat details unreadable: partition starts from its first hash", "err", err)
-		case last.Partition != p.Partition || last.Partitions != p.Partitions || last.SettingsDigest != p.SettingsDigest || last.Identity != id:
-			log.Warn("heartbeat details recorded under other settings: partition starts from its first hash",
-				"recorded_partition", fmt.Sprintf("%d/%d", last.Partition, last.Partitions), "recorded_settings", last.SettingsDigest, "settings", p.SettingsDigest)
-		case last.Next < uint64(r.Lo) || last.Next > uint64(r.Hi)+1:
-			log.Warn("heartbeat mark outside the partition: partition starts from its first hash", "next", last.Next)
+			log.Warn("heartbeat details unreadable: the partition starts from its first hash", "err", err)
+		case last.Partition != p.Partition || last.Partitions != p.Partitions:
+			log.Warn("heartbeat details of another partition: the partition starts from its first hash",
+				"recorded", fmt.Sprintf("%d/%d", last.Partition, last.Partitions))
 		default:
-			p = last
-			res.Resumed, res.ResumedFrom = true, last.Next
-			log.Info("partition resumes from its last heartbeat", "next", last.Next, "tasks_processed_before", last.Done.TasksProcessed)
+			res.EarlierAttempts = last.Counted
+			if last.Checkpoint != nil {
+				p.Checkpoint = last.Checkpoint
+				res.Resumed, res.ResumedFrom = true, last.Checkpoint.Walks
+			}
 		}
 	}
+	p.Counted = res.EarlierAttempts
 
-	hb := newHeartbeater(ctx, p, hbInterval(info.HeartbeatTimeout))
-	defer hb.stop()
-
-	cfg, err := d.Config()
-	if err != nil { // Validate passed: cannot happen, but never a panic.
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
-	}
 	cfg.Logger = log
 	cfg.Lock = lock
-	held := false
-	for _, c := range chunks(r, d.Chunks, p.Next) {
-		cfg.Middleware = append([]store.Middleware{rangeScope(c)}, a.Middleware...)
-		st, err := scavenger.New(a.DB.Store(), cfg).Run(ctx)
-		res.ThisAttempt.addStats(st)
-		res.ThisAttempt.Dropped += st.Dropped
-		if err != nil {
-			res.Outcome = string(st.Outcome)
-			if errors.Is(ctx.Err(), context.Canceled) {
-				// A CanceledError is reported as a cancellation and never
-				// retried; its details are the mark reached.
-				log.Info("partition cancelled", "next", p.Next)
-				return res, temporal.NewCanceledError(p)
-			}
-			if ctx.Err() != nil {
-				// Timed out: Temporal retries it, from the mark.
-				log.Warn("partition timed out", "next", p.Next, "err", err)
-				return res, ctx.Err()
-			}
-			log.Error("partition failed", "next", p.Next, "err", err)
-			return res, classify(err)
-		}
-		if st.Outcome == scavenger.CompletedBadRows {
-			res.Outcome = string(st.Outcome)
-		}
-		p.Done.addStats(st)
-		p.Done.Dropped += st.Dropped
-		if st.Dropped > 0 {
-			// Jobs dropped from a full deferred list are unfinished: the
-			// mark stays before them for the rest of this attempt, so a
-			// retry does them again (the next pass does otherwise).
-			held = true
-			log.Warn("jobs dropped: the partition's mark stays before them", "dropped", st.Dropped, "next", p.Next)
-		}
-		if !held {
-			p.Next = uint64(c.Hi) + 1
-			hb.advance(p)
-		}
+	cfg.Middleware = a.Middleware
+	hb := newHeartbeater(ctx, p, hbInterval(info.HeartbeatTimeout))
+	defer hb.stop()
+	var sc *scavenger.Scavenger
+	cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error {
+		hb.advance(cp, res.EarlierAttempts, sc.Stats())
+		return nil
 	}
-	if res.Outcome == "" {
-		res.Outcome = string(scavenger.Completed)
+	cfg.Resume = p.Checkpoint
+	sc = scavenger.New(a.DB.Store(), cfg)
+	st, err := sc.Run(ctx)
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		// Written under other settings, or against another database's
+		// tables: start afresh, which redoes work and skips none.
+		log.Warn("the heartbeat's checkpoint does not fit this pass: the partition starts from its first hash", "err", err)
+		res.Resumed, res.ResumedFrom = false, nil
+		cfg.Resume = nil
+		sc = scavenger.New(a.DB.Store(), cfg)
+		st, err = sc.Run(ctx)
 	}
-	res.Totals = p.Done
-	log.Info("partition completed", "outcome", res.Outcome, "tasks_processed", res.Totals.TasksProcessed,
-		"tasks_deleted", res.Totals.TasksDeleted, "queues_deleted", res.Totals.QueuesDeleted)
+	res.ThisAttempt.addStats(st)
+	res.ThisAttempt.Dropped = st.Dropped
+	res.Totals = res.EarlierAttempts
+	res.Totals.Add(res.ThisAttempt)
+	res.Outcome = string(st.Outcome)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// A CanceledError is reported as a cancellation and never
+			// retried; its details are the last progress.
+			log.Info("partition cancelled")
+			return res, temporal.NewCanceledError(hb.progress())
+		}
+		if ctx.Err() != nil {
+			// Timed out: Temporal retries it, from the last heartbeat.
+			log.Warn("partition timed out", "err", err)
+			return res, ctx.Err()
+		}
+		log.Error("partition failed", "err", err)
+		return res, classify(err)
+	}
+	if res.Resumed {
+		log.Info("partition completed after resuming", "tasks_processed_this_attempt", res.ThisAttempt.TasksProcessed,
+			"tasks_processed_earlier", res.EarlierAttempts.TasksProcessed)
+	}
 	return res, nil
 }
 
@@ -259,8 +256,10 @@ func hbInterval(timeout time.Duration) time.Duration {
 	return max(timeout/3, 100*time.Millisecond)
 }
 
-// heartbeater records the partition's progress as a heartbeat whenever it
-// advances and every interval in between.
+// heartbeater records the partition's progress as a heartbeat whenever
+// its checkpoint advances and every interval in between (with the counts
+// of the moment), so that a slow statement does not time the activity out
+// and a cancellation reaches it.
 type heartbeater struct {
 	ctx  context.Context
 	mu   sync.Mutex
@@ -296,12 +295,20 @@ func (h *heartbeater) record() {
 	activity.RecordHeartbeat(h.ctx, h.p)
 }
 
-// advance records p, a mark at or past the last one.
-func (h *heartbeater) advance(p Progress) {
+// advance records a new checkpoint, with the counts so far.
+func (h *heartbeater) advance(cp scavenger.Checkpoint, earlier Totals, st scavenger.Stats) {
 	h.mu.Lock()
-	h.p = p
+	h.p.Checkpoint = &cp
+	h.p.Counted = earlier
+	h.p.Counted.addStats(st)
 	h.mu.Unlock()
 	h.record()
+}
+
+func (h *heartbeater) progress() Progress {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.p
 }
 
 func (h *heartbeater) stop() {

@@ -2,11 +2,7 @@ package temporalworker
 
 import (
 	"context"
-	"crypto/sha256"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"sync"
 
 	"github.com/tqscavenger/tqscavenger/sqlstore"
@@ -29,26 +25,26 @@ type Database interface {
 	// it returns an error wrapping store.ErrLocked if a pass over an
 	// overlapping range holds it. The activity checks the lock while it
 	// works (scavenger.Config.Lock) and releases it when done.
-	LockRange(ctx context.Context, r HashRange) (store.Lock, error)
+	LockRange(ctx context.Context, r store.HashRange) (store.Lock, error)
 }
 
 // SQLDatabase is a Database over a sqlstore.DB.
 type SQLDatabase struct {
-	db  *sqlstore.DB
-	raw *sql.DB
-	// ranges excludes overlapping ranges within this process.
-	ranges rangeLocks
+	db *sqlstore.DB
+	// local excludes overlapping ranges within this process where the
+	// store has no range locks of its own.
+	local rangeLocks
 }
 
-// NewSQLDatabase returns a Database over db; raw is a database/sql pool on
-// the same database (sqlstore.Connector of its DSN), for the identity
-// query.
-func NewSQLDatabase(db *sqlstore.DB, raw *sql.DB) *SQLDatabase {
-	return &SQLDatabase{db: db, raw: raw}
-}
+// NewSQLDatabase returns a Database over db.
+func NewSQLDatabase(db *sqlstore.DB) *SQLDatabase { return &SQLDatabase{db: db} }
 
 // Store returns the task store.
 func (d *SQLDatabase) Store() store.Store { return d.db }
+
+// Identity returns the database's identity (sqlstore.DB.Identity): the
+// one checkpoints carry.
+func (d *SQLDatabase) Identity(ctx context.Context) (string, error) { return d.db.Identity(ctx) }
 
 // CheckSchema checks Temporal's task tables.
 func (d *SQLDatabase) CheckSchema(ctx context.Context) error {
@@ -56,53 +52,15 @@ func (d *SQLDatabase) CheckSchema(ctx context.Context) error {
 	return err
 }
 
-// Identity returns engine:digest, the digest of what the server says it is
-// (PostgreSQL: its system identifier, the database and schema; MySQL and
-// MariaDB: the server's host name and port, and the database; SQLite: the
-// file's absolute path). It is the same for two workers that reach one
-// database by different addresses, and it names no host in the clear.
-func (d *SQLDatabase) Identity(ctx context.Context) (string, error) {
-	var parts []any
-	switch e := d.db.Engine(); e {
-	case sqlstore.SQLite:
-		p, err := filepath.Abs(d.db.DSN().Path)
-		if err != nil {
-			return "", err
-		}
-		parts = append(parts, p)
-	case sqlstore.Postgres:
-		var sys, db, schema sql.NullString
-		// pg_control_system may be denied to an unprivileged user: the
-		// server's address stands in for the system identifier.
-		err := d.raw.QueryRowContext(ctx, "SELECT (SELECT system_identifier::text FROM pg_control_system()), current_database(), current_schema()").Scan(&sys, &db, &schema)
-		if err != nil {
-			err = d.raw.QueryRowContext(ctx, "SELECT COALESCE(host(inet_server_addr()), 'local') || ':' || COALESCE(inet_server_port()::text, ''), current_database(), current_schema()").Scan(&sys, &db, &schema)
-		}
-		if err != nil {
-			return "", fmt.Errorf("database identity: %w", err)
-		}
-		parts = append(parts, sys.String, db.String, schema.String)
-	case sqlstore.MySQL:
-		var host, port, db sql.NullString
-		if err := d.raw.QueryRowContext(ctx, "SELECT @@hostname, @@port, DATABASE()").Scan(&host, &port, &db); err != nil {
-			return "", fmt.Errorf("database identity: %w", err)
-		}
-		parts = append(parts, host.String, port.String, db.String)
-	default:
-		return "", fmt.Errorf("database identity: unknown engine %q", e)
+// LockRange takes r's lock: the store's range lock (store.RangeLocker),
+// which excludes passes over overlapping ranges of every process and an
+// old version's whole-database pass; a store without one gets a lock among
+// this process's passes only.
+func (d *SQLDatabase) LockRange(ctx context.Context, r store.HashRange) (store.Lock, error) {
+	if rl, ok := any(d.db).(store.RangeLocker); ok {
+		return rl.LockRange(ctx, r, false)
 	}
-	sum := sha256.Sum256(fmt.Append(nil, parts...))
-	return string(d.db.Engine()) + ":" + hex.EncodeToString(sum[:8]), nil
-}
-
-// LockRange takes r's lock among this process's passes.
-//
-// It stands in for the per-range database locks of the large-databases
-// issue, which also exclude passes of other processes (and an old
-// version's whole-database pass); until they land, the exclusion is per
-// worker process.
-func (d *SQLDatabase) LockRange(ctx context.Context, r HashRange) (store.Lock, error) {
-	return d.ranges.lock(r)
+	return d.local.lock(r)
 }
 
 // rangeLocks are locks on ranges of the range_hash space: one range may be
@@ -114,14 +72,14 @@ type rangeLocks struct {
 
 type rangeLock struct {
 	l *rangeLocks
-	r HashRange
+	r store.HashRange
 }
 
-func (l *rangeLocks) lock(r HashRange) (store.Lock, error) {
+func (l *rangeLocks) lock(r store.HashRange) (store.Lock, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for h := range l.held {
-		if h.r.Lo <= r.Hi && r.Lo <= h.r.Hi {
+		if h.r.Overlaps(r) {
 			return nil, fmt.Errorf("range %s: %w (a pass over %s runs)", r, store.ErrLocked, h.r)
 		}
 	}

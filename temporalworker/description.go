@@ -1,9 +1,6 @@
 package temporalworker
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,9 +12,6 @@ import (
 
 // Defaults of a PassDescription's zero fields.
 const (
-	// DefaultChunks is how many pieces a partition is scavenged in, one
-	// after the other; the low-water mark advances at the end of each.
-	DefaultChunks = 16
 	// DefaultHeartbeatTimeout is how long a partition activity may go
 	// without a heartbeat before Temporal retries it elsewhere.
 	DefaultHeartbeatTimeout = time.Minute
@@ -67,9 +61,12 @@ type PassDescription struct {
 	MaxDeletesPerSecond    float64 `json:"max_deletes_per_second,omitempty"`
 	MaxStatementsPerSecond float64 `json:"max_statements_per_second,omitempty"`
 
-	// Chunks is how many pieces each partition runs in (default
-	// DefaultChunks): the heartbeat's mark advances after each.
-	Chunks int `json:"chunks,omitempty"`
+	// CheckpointInterval bounds how often a partition's low-water mark
+	// is heartbeated while it advances (scavenger.Config's; default 1s).
+	// The mark is also heartbeated at once when a walk ends, and the SDK
+	// sends at most one heartbeat per 80% of the heartbeat timeout, the
+	// last one recorded.
+	CheckpointInterval time.Duration `json:"checkpoint_interval,omitempty"`
 	// HeartbeatTimeout, PartitionTimeout and MaxAttempts set each
 	// partition activity's options (defaults DefaultHeartbeatTimeout,
 	// DefaultPartitionTimeout, DefaultMaxAttempts).
@@ -86,9 +83,6 @@ var ErrBadDescription = errors.New("bad pass description")
 func (d PassDescription) WithDefaults() PassDescription {
 	if d.Partitions == 0 {
 		d.Partitions = 1
-	}
-	if d.Chunks == 0 {
-		d.Chunks = DefaultChunks
 	}
 	if d.HeartbeatTimeout == 0 {
 		d.HeartbeatTimeout = DefaultHeartbeatTimeout
@@ -118,21 +112,23 @@ func (d PassDescription) Validate() error {
 	if d.Partitions < 0 || d.Partitions > maxPartitions {
 		return bad("partitions %d: want 1 to %d", d.Partitions, maxPartitions)
 	}
-	if d.Chunks < 0 || d.HeartbeatTimeout < 0 || d.PartitionTimeout < 0 || d.MaxAttempts < 0 {
-		return bad("chunks, timeouts and attempts must not be negative")
+	if d.CheckpointInterval < 0 || d.HeartbeatTimeout < 0 || d.PartitionTimeout < 0 || d.MaxAttempts < 0 {
+		return bad("timeouts, intervals and attempts must not be negative")
 	}
-	if _, err := d.Config(); err != nil {
+	if _, err := d.Config(0); err != nil {
 		return bad("%v", err)
 	}
 	return nil
 }
 
-// Config returns the scavenger configuration of one partition activity of
-// the pass (without its clock, logger, lock and middleware, which the
-// activity adds), checked by scavenger.Config.Validate.
-func (d PassDescription) Config() (scavenger.Config, error) {
+// Config returns the scavenger configuration of partition i of the pass
+// (without its logger, lock, checkpoint and middleware, which the activity
+// adds), checked by scavenger.Config.Validate.
+func (d PassDescription) Config(i int) (scavenger.Config, error) {
 	d = d.WithDefaults()
 	c := scavenger.Config{
+		Partition:              scavenger.Partition{Index: i, Count: d.Partitions},
+		CheckpointInterval:     d.CheckpointInterval,
 		Compat:                 scavenger.Compat(d.Compat),
 		PastLiveHead:           d.PastLiveHead,
 		BelowAckLevel:          d.BelowAckLevel,
@@ -166,27 +162,6 @@ func (d PassDescription) Config() (scavenger.Config, error) {
 		c.Now = func() time.Time { return now }
 	}
 	return c, c.Validate()
-}
-
-// settingsDigest is a digest of the settings that decide what a pass
-// deletes and how its partitions are cut: a heartbeat recorded under other
-// settings is not resumed from.
-func (d PassDescription) settingsDigest() string {
-	d = d.WithDefaults()
-	b, _ := json.Marshal(struct {
-		Compat, Orphans, QueueGlob  string
-		PastLiveHead, BelowAckLevel bool
-		Grace                       time.Duration
-		DryRun                      bool
-		Namespaces                  []string
-		Tables                      []int
-		Now                         time.Time
-		Partitions                  int
-		DatabaseIdentity            string
-	}{d.Compat, d.Orphans, d.QueueGlob, d.PastLiveHead, d.BelowAckLevel, d.Grace, d.DryRun,
-		d.Namespaces, d.Tables, d.Now, d.Partitions, d.DatabaseIdentity})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
 }
 
 // Totals are the counts of a partition or a pass: the scavenger.Stats

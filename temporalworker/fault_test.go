@@ -12,15 +12,15 @@ import (
 // unchanged.
 type hookStore struct {
 	s          store.Store
-	beforeList func(ctx context.Context, after *store.QueueKey) error
+	beforeList func(ctx context.Context, t store.Table, after *store.QueueKey) error
 }
 
-func hook(beforeList func(ctx context.Context, after *store.QueueKey) error) store.Middleware {
+func hook(beforeList func(ctx context.Context, t store.Table, after *store.QueueKey) error) store.Middleware {
 	return func(s store.Store) store.Store { return &hookStore{s: s, beforeList: beforeList} }
 }
 
 func (h *hookStore) ListQueues(ctx context.Context, t store.Table, after *store.QueueKey, limit int) ([]store.QueueRow, error) {
-	if err := h.beforeList(ctx, after); err != nil {
+	if err := h.beforeList(ctx, t, after); err != nil {
 		return nil, err
 	}
 	return h.s.ListQueues(ctx, t, after, limit)
@@ -64,7 +64,7 @@ func (h *hookStore) DeleteQueues(ctx context.Context, t store.Table, fences []st
 type flakyDatabase struct {
 	Database
 	identity  func(ctx context.Context) error
-	lockRange func(r HashRange, err error)
+	lockRange func(r store.HashRange, err error)
 }
 
 func (f *flakyDatabase) Identity(ctx context.Context) (string, error) {
@@ -76,7 +76,7 @@ func (f *flakyDatabase) Identity(ctx context.Context) (string, error) {
 	return f.Database.Identity(ctx)
 }
 
-func (f *flakyDatabase) LockRange(ctx context.Context, r HashRange) (store.Lock, error) {
+func (f *flakyDatabase) LockRange(ctx context.Context, r store.HashRange) (store.Lock, error) {
 	l, err := f.Database.LockRange(ctx, r)
 	if f.lockRange != nil {
 		f.lockRange(r, err)
@@ -91,7 +91,7 @@ type lockSpy struct {
 	once     sync.Once
 }
 
-func (s *lockSpy) LockRange(ctx context.Context, r HashRange) (store.Lock, error) {
+func (s *lockSpy) LockRange(ctx context.Context, r store.HashRange) (store.Lock, error) {
 	l, err := s.Database.LockRange(ctx, r)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ func seeded(t *testing.T) *sqlstore.DB {
 
 // newDatabase returns the Database of a worker connected to db.
 func newDatabase(t *testing.T, db *sqlstore.DB) *SQLDatabase {
-	return NewSQLDatabase(db, testdb.SQL(t, db))
+	return NewSQLDatabase(db)
 }
 
 // identity returns d's identity.
@@ -66,7 +66,7 @@ func identity(t *testing.T, d Database) string {
 
 // describe returns a pass description for d with the pinned clock.
 func describe(t *testing.T, d Database, n int) PassDescription {
-	return PassDescription{DatabaseIdentity: identity(t, d), Partitions: n, Now: now, Chunks: 4, PastLiveHead: true}
+	return PassDescription{DatabaseIdentity: identity(t, d), Partitions: n, Now: now, PastLiveHead: true}
 }
 
 // cleanPass makes one full pass, as `run` does, over a fresh copy of the
@@ -74,11 +74,12 @@ func describe(t *testing.T, d Database, n int) PassDescription {
 func cleanPass(t *testing.T, d PassDescription) (scavenger.Stats, string) {
 	t.Helper()
 	db := seeded(t)
-	cfg, err := d.Config()
+	cfg, err := d.Config(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Logger = quiet()
+	cfg.Partition = scavenger.Partition{} // the whole space, as `run`
 	st, err := scavenger.New(db, cfg).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

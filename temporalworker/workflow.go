@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
 // PassWorkflowName is the pass workflow's registered name.
@@ -64,7 +66,7 @@ func PassWorkflow(ctx workflow.Context, d PassDescription) (PassResult, error) {
 		var pr PartitionResult
 		err := f.Get(ctx, &pr)
 		if err != nil {
-			r, _ := PartitionRange(i, d.Partitions)
+			r := scavenger.Partition{Index: i, Count: d.Partitions}.Range()
 			pr = PartitionResult{Partition: i, Range: r.String(), Outcome: "failed", Error: err.Error()}
 			res.Failed++
 			if firstErr == nil {

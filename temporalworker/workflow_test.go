@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,51 +15,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/tqscavenger/tqscavenger/scavenger"
+
 	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 )
-
-func TestPartitionRangesCoverTheSpace(t *testing.T) {
-	for n := 1; n <= 64; n++ {
-		next := uint64(0)
-		for i := range n {
-			r, err := PartitionRange(i, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if uint64(r.Lo) != next || r.Hi < r.Lo {
-				t.Fatalf("%d/%d = %s: want it to start at %d", i, n, r, next)
-			}
-			next = uint64(r.Hi) + 1
-		}
-		if next != 1<<32 {
-			t.Fatalf("N=%d: ranges end at %d, want 2^32 (hash %d uncovered)", n, next, uint32(math.MaxUint32))
-		}
-	}
-	for _, bad := range []string{"", "1", "4/4", "-1/4", "0/0", "a/b", "1/2/3"} {
-		if _, _, err := ParsePartition(bad); err == nil {
-			t.Errorf("ParsePartition(%q): no error", bad)
-		}
-	}
-}
-
-func TestChunksResumeAtTheirBoundaries(t *testing.T) {
-	r := HashRange{Lo: 100, Hi: 199}
-	all := chunks(r, 4, 100)
-	if len(all) != 4 || all[0].Lo != 100 || all[3].Hi != 199 {
-		t.Fatalf("chunks = %v", all)
-	}
-	if got := chunks(r, 4, uint64(all[2].Lo)); len(got) != 2 || got[0] != all[2] {
-		t.Fatalf("from chunk 2's start: %v, want %v", got, all[2:])
-	}
-	if got := chunks(r, 4, uint64(all[2].Lo)+3); len(got) != 2 || got[0].Lo != all[2].Lo+3 {
-		t.Fatalf("from inside chunk 2: %v", got)
-	}
-	if got := chunks(r, 4, 200); len(got) != 0 {
-		t.Fatalf("past the end: %v", got)
-	}
-}
 
 // TestPassFansOut runs a pass as N partition activities and checks that
 // together they do exactly what one full pass does: the same rows left,
@@ -117,28 +78,23 @@ func TestPassFansOut(t *testing.T) {
 	}
 }
 
-// isListingStart reports whether a listing call is the first of a table
-// in a piece of a partition.
-func isListingStart(after *store.QueueKey) bool { return after == nil || len(after.ID) == 0 }
-
 // TestRetriedActivityResumesFromItsHeartbeat fails a partition's first
-// attempt in its fourth piece and checks that the retry starts at the
-// mark the first attempt heartbeated (the fourth piece's first hash),
-// examines fewer tasks than a whole pass, and leaves what a clean pass
-// leaves.
+// attempt in the middle of its v1 listing, after its v2 walk is done and
+// some v1 pages are, and checks that the retry starts from the checkpoint
+// the first attempt heartbeated, examines fewer tasks than a whole pass,
+// and leaves what a clean pass leaves.
 func TestRetriedActivityResumesFromItsHeartbeat(t *testing.T) {
 	db := seeded(t)
 	d := newDatabase(t, db)
-	var starts atomic.Int32
-	failAt := int32(7) // 2 tables a piece: the 7th listing opens piece 3
-	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{hook(func(ctx context.Context, after *store.QueueKey) error {
-		if isListingStart(after) && starts.Add(1) == failAt {
+	var v1Pages atomic.Int32
+	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{hook(func(ctx context.Context, tb store.Table, after *store.QueueKey) error {
+		if tb == store.V1 && activity.GetInfo(ctx).Attempt == 1 && v1Pages.Add(1) == 4 {
 			return errors.New("worker lost (injected)")
 		}
 		return nil
 	})}}
 	env := newEnv(t, acts)
-	var marks []uint64
+	var beats []Progress
 	var mu sync.Mutex
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
 		var p Progress
@@ -146,11 +102,12 @@ func TestRetriedActivityResumesFromItsHeartbeat(t *testing.T) {
 			t.Error(err)
 		}
 		mu.Lock()
-		marks = append(marks, p.Next)
+		beats = append(beats, p)
 		mu.Unlock()
 	})
 	desc := describe(t, d, 1)
-	desc.Chunks = 8
+	desc.ListPageSize = 10
+	desc.CheckpointInterval = time.Millisecond
 	env.ExecuteWorkflow(PassWorkflow, desc)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -160,9 +117,19 @@ func TestRetriedActivityResumesFromItsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := res.Partitions[0]
-	want := chunks(HashRange{Hi: math.MaxUint32}, 8, 0)[3].Lo
-	if pr.Attempt != 2 || !pr.Resumed || pr.ResumedFrom != uint64(want) {
-		t.Fatalf("partition %+v: want attempt 2 resumed from %d", pr, want)
+	mu.Lock()
+	var last *scavenger.Checkpoint
+	for _, b := range beats {
+		if b.Attempt == 1 && b.Checkpoint != nil {
+			last = b.Checkpoint
+		}
+	}
+	mu.Unlock()
+	if last == nil {
+		t.Fatal("the first attempt heartbeated no checkpoint")
+	}
+	if pr.Attempt != 2 || !pr.Resumed || !reflect.DeepEqual(pr.ResumedFrom, last.Walks) {
+		t.Fatalf("partition attempt %d resumed %t from %+v: want attempt 2 resumed from the first attempt's last checkpoint %+v", pr.Attempt, pr.Resumed, pr.ResumedFrom, last.Walks)
 	}
 	clean, wantDigest := cleanPass(t, desc)
 	if got := digest(t, db); got != wantDigest {
@@ -171,19 +138,11 @@ func TestRetriedActivityResumesFromItsHeartbeat(t *testing.T) {
 	if pr.ThisAttempt.TasksProcessed >= clean.TasksProcessed || pr.ThisAttempt.TasksProcessed == 0 {
 		t.Errorf("the retry examined %d tasks, a whole pass %d: want fewer, not none", pr.ThisAttempt.TasksProcessed, clean.TasksProcessed)
 	}
-	if pr.Totals.TasksDeleted != clean.TasksDeleted || pr.Totals.TasksProcessed != clean.TasksProcessed {
-		t.Errorf("partition totals %+v over both attempts; a clean pass deleted %d and examined %d", pr.Totals, clean.TasksDeleted, clean.TasksProcessed)
+	if pr.Totals.TasksDeleted != clean.TasksDeleted {
+		t.Errorf("tasks deleted over both attempts %d, by a clean pass %d", pr.Totals.TasksDeleted, clean.TasksDeleted)
 	}
-	// The marks never go back, and none is past the piece that failed
-	// before the retry started.
-	mu.Lock()
-	defer mu.Unlock()
-	for i := 1; i < len(marks); i++ {
-		if marks[i] < marks[i-1] {
-			t.Errorf("heartbeat marks went back: %v", marks)
-		}
-	}
-	t.Logf("marks heartbeated: %v; retry examined %d of %d tasks", marks, pr.ThisAttempt.TasksProcessed, clean.TasksProcessed)
+	t.Logf("first attempt's last checkpoint %+v; retry examined %d tasks, the first attempt %d (to its last heartbeat), a clean pass %d",
+		last.Walks, pr.ThisAttempt.TasksProcessed, pr.EarlierAttempts.TasksProcessed, clean.TasksProcessed)
 }
 
 // TestRetryableErrors: a lock held by another pass and an unreachable
@@ -192,12 +151,12 @@ func TestRetryableErrors(t *testing.T) {
 	t.Run("lock held", func(t *testing.T) {
 		db := seeded(t)
 		real := newDatabase(t, db)
-		held, err := real.LockRange(context.Background(), HashRange{Lo: 0, Hi: 10})
+		held, err := real.LockRange(context.Background(), store.HashRange{Lo: 0, Hi: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var refused atomic.Int32
-		d := &flakyDatabase{Database: real, lockRange: func(r HashRange, err error) {
+		d := &flakyDatabase{Database: real, lockRange: func(r store.HashRange, err error) {
 			if errors.Is(err, store.ErrLocked) && refused.Add(1) == 1 {
 				held.Unlock() // the other pass ends
 			}
@@ -337,7 +296,7 @@ func TestCancellationStopsThePass(t *testing.T) {
 	var env *testsuite.TestWorkflowEnvironment
 	var once sync.Once
 	stopped := make(chan error, 1)
-	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{hook(func(ctx context.Context, after *store.QueueKey) error {
+	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{hook(func(ctx context.Context, _ store.Table, after *store.QueueKey) error {
 		first := false
 		once.Do(func() { first = true })
 		if !first {
