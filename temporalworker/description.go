@@ -46,8 +46,11 @@ type PassDescription struct {
 	UnsafeShortGrace bool          `json:"unsafe_short_grace,omitempty"`
 	DryRun           bool          `json:"dry_run,omitempty"`
 	Namespaces       []string      `json:"namespaces,omitempty"`
-	QueueGlob        string        `json:"queue_glob,omitempty"`
-	Tables           []int         `json:"tables,omitempty"`
+	// ProtectedPrefixes: nil means Temporal's list, an empty non-nil
+	// slice nothing (scavenger.Config.ProtectedPrefixes).
+	ProtectedPrefixes []string `json:"protected_prefixes"`
+	QueueGlob         string   `json:"queue_glob,omitempty"`
+	Tables            []int    `json:"tables,omitempty"`
 	// Now pins the pass's clock (reruns on copies of a database, tests).
 	// Zero: each worker's clock.
 	Now time.Time `json:"now,omitzero"`
@@ -137,6 +140,7 @@ func (d PassDescription) Config(i int) (scavenger.Config, error) {
 		UnsafeShortGrace:       d.UnsafeShortGrace,
 		DryRun:                 d.DryRun,
 		QueueGlob:              d.QueueGlob,
+		ProtectedPrefixes:      d.ProtectedPrefixes,
 		Workers:                d.Workers,
 		ListPageSize:           d.ListPageSize,
 		TaskBatchSize:          d.TaskBatchSize,
@@ -214,4 +218,26 @@ func (t *Totals) Add(o Totals) {
 	t.FailedJobs += o.FailedJobs
 	t.Retries += o.Retries
 	t.Dropped += o.Dropped
+}
+
+// Describe returns the description of a pass of c (its scavenger
+// settings; the clock only if pinned: now) over n partitions of the
+// database id. Settings a description does not carry (retry budgets,
+// statement timeouts) are the worker's own.
+func Describe(c scavenger.Config, now time.Time, n int, id string) PassDescription {
+	d := PassDescription{
+		DatabaseIdentity: id, Partitions: n,
+		Compat: string(c.Compat), PastLiveHead: c.PastLiveHead, BelowAckLevel: c.BelowAckLevel,
+		Orphans: string(c.Orphans), Grace: c.Grace, UnsafeShortGrace: c.UnsafeShortGrace, DryRun: c.DryRun,
+		QueueGlob: c.QueueGlob, ProtectedPrefixes: c.ProtectedPrefixes, Now: now,
+		Workers: c.Workers, ListPageSize: c.ListPageSize, TaskBatchSize: c.TaskBatchSize, TasksPerJob: c.TasksPerJob,
+		MaxDeletesPerSecond: c.MaxDeletesPerSecond, MaxStatementsPerSecond: c.MaxStatementsPerSecond,
+	}
+	for _, ns := range c.Namespaces {
+		d.Namespaces = append(d.Namespaces, ns.String())
+	}
+	for _, t := range c.Tables {
+		d.Tables = append(d.Tables, int(t))
+	}
+	return d
 }

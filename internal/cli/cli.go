@@ -72,7 +72,7 @@ type env struct {
 }
 
 func commands() []command {
-	return []command{
+	return append([]command{
 		{"run", "make one scavenger pass over a database", runCmd},
 		{"report", "read-only inventory of a database, and what each mode would delete", reportCmd},
 		{"demo", "create a demo SQLite database, scavenge it, show before and after", demoCmd},
@@ -82,7 +82,7 @@ func commands() []command {
 		{"serve", "run passes on a schedule, with /metrics, a status page and health checks", serveCmd},
 		{"config", "print the configuration serve would run with, and where each value came from", configCmd},
 		{"version", "print the version, VCS revision and Go version of this build", versionCmd},
-	}
+	}, temporalCommands...)
 }
 
 // Main runs the command line args and returns the exit status.
@@ -159,7 +159,7 @@ func exitStatus(err error) int {
 		return ExitUsage
 	case errors.Is(err, store.ErrLocked):
 		return ExitLocked
-	case errors.Is(err, sqlstore.ErrUnavailable):
+	case errors.Is(err, sqlstore.ErrUnavailable), errors.Is(err, errTemporalUnavailable):
 		return ExitUnavailable
 	}
 	return ExitFailed
