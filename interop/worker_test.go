@@ -21,6 +21,7 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -77,8 +78,9 @@ func TestWorkerOnTemporal(t *testing.T) {
 	}
 	// A second start of the same id while it runs is refused: one pass
 	// at a time per workflow id.
-	if _, err := temporalworker.StartPass(ctx, c, "tqs-e2e-pass", queue, desc); err == nil {
-		t.Error("a second pass with the same workflow id started while the first runs")
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if _, err := temporalworker.StartPass(ctx, c, "tqs-e2e-pass", queue, desc); !errors.As(err, &started) {
+		t.Errorf("a second pass with the same workflow id while the first runs: %v, want WorkflowExecutionAlreadyStarted", err)
 	}
 	beat := waitForCheckpoint(ctx, t, c, run.GetID())
 	killAt := time.Now()

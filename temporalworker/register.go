@@ -28,6 +28,9 @@ func StartOptions(id, taskQueue string) client.StartWorkflowOptions {
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// Without it the SDK hands back the running pass instead of an
+		// error, and the caller would not know its start was refused.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}
 }
 

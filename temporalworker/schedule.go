@@ -161,7 +161,7 @@ func DescribeSchedule(ctx context.Context, c client.Client, id string) (Schedule
 		st.Jitter = sp.Jitter
 	}
 	if p := d.Schedule.Policy; p != nil {
-		st.Overlap = p.Overlap.String()
+		st.Overlap = enumspb.ScheduleOverlapPolicy_name[int32(p.Overlap)]
 	}
 	if s := d.Schedule.State; s != nil {
 		st.Paused = s.Paused
