@@ -64,7 +64,18 @@ func TestCheckpointResume(t *testing.T) {
 
 					cfg = partitionConfig(p)
 					cfg.Resume = &last
+					cfg.CheckpointInterval = 1
+					resumed := []scavenger.Checkpoint{last}
+					cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error {
+						mu.Lock()
+						defer mu.Unlock()
+						resumed = append(resumed, cp)
+						return nil
+					}
 					st, err := scavenger.New(db, cfg).Run(ctx)
+					mu.Lock()
+					checkPositions(t, p, resumed) // never behind where it resumed
+					mu.Unlock()
 					if err != nil || st.Outcome != scavenger.Completed {
 						t.Fatalf("%s: resumed pass: %v %v", p, st.Outcome, err)
 					}
@@ -92,7 +103,7 @@ func checkPositions(t *testing.T, p scavenger.Partition, cps []scavenger.Checkpo
 		tb store.Table
 	}
 	last := map[walk]scavenger.WalkPosition{}
-	for _, cp := range cps {
+	for i, cp := range cps {
 		if cp.Partition != p.String() {
 			t.Fatalf("checkpoint of partition %s, want %s", cp.Partition, p)
 		}
@@ -106,6 +117,15 @@ func checkPositions(t *testing.T, p scavenger.Partition, cps []scavenger.Checkpo
 				t.Fatalf("%s %s moved back: %+v then %+v", w.Walk, w.Table, prev, w)
 			}
 			last[k] = w
+		}
+		for k := range last {
+			found := false
+			for _, w := range cp.Walks {
+				found = found || (walk{w.Walk, w.Table} == k)
+			}
+			if !found {
+				t.Fatalf("checkpoint %d lost the position of %s %s", i, k.w, k.tb)
+			}
 		}
 	}
 }

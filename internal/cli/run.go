@@ -245,6 +245,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	var lf logFlags
 	var progress, statsJSON, checkpoint string
 	var waitLock, fresh bool
+	var cpEvery time.Duration
 	sf.register(fs)
 	cf.register(fs)
 	lf.register(fs)
@@ -254,11 +255,15 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file (for scripts and the benchmark)")
 	fs.StringVar(&checkpoint, "checkpoint", "", "resume from this checkpoint file if it exists, and keep it up to date while the pass runs; a completed pass removes it")
 	fs.BoolVar(&fresh, "fresh", false, "with --checkpoint: ignore the file's positions and start from the first row")
+	fs.DurationVar(&cpEvery, "checkpoint-interval", 0, "with --checkpoint: write it at most this often while the positions advance (default "+shortDuration(defaults.CheckpointInterval)+")")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fresh && checkpoint == "" {
-		return usagef("--fresh needs --checkpoint FILE")
+	if (fresh || cpEvery != 0) && checkpoint == "" {
+		return usagef("--fresh and --checkpoint-interval need --checkpoint FILE")
+	}
+	if cpEvery < 0 {
+		return usagef("--checkpoint-interval %s: must not be negative", cpEvery)
 	}
 	cfg, err := sf.config()
 	if err != nil {
@@ -287,6 +292,7 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error { return saveCheckpoint(checkpoint, cp) }
+		cfg.CheckpointInterval = cpEvery
 	}
 	var lock store.Lock
 	if cfg.Partition.Whole() {
@@ -296,7 +302,10 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return fmt.Errorf("%w: another tqscavenger is running against this database (or an overlapping partition of it); wait for it, or pass --wait-lock", err)
+			if !cfg.Partition.Whole() {
+				return fmt.Errorf("%w: another tqscavenger is running against partition %s of this database (a whole pass, or a partition that overlaps it); wait for it, or pass --wait-lock", err, cfg.Partition)
+			}
+			return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
 		}
 		return err
 	}
