@@ -39,6 +39,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -235,7 +236,8 @@ func (s *DB) lockMySQLRange(ctx context.Context, r store.HashRange) (_ store.Loc
 	for _, a := range anc {
 		free = append(free, mysqlRangeName(db, "x."+a.String()))
 	}
-	if ok, err := q("SELECT COUNT(*) = 0 FROM "+mysqlNames+" WHERE NOT COALESCE(IS_FREE_LOCK(j.n), 0)", jsonNames(free)); err != nil || !ok {
+	freeSum, freeArgs := mysqlSum("COALESCE(IS_FREE_LOCK(%s), 0)", free)
+	if ok, err := q("SELECT "+freeSum+" = ?", append(freeArgs, len(free))...); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("%w on %s: a pass over a range overlapping %s holds it", store.ErrLocked, s.dsn, r)
 		}
@@ -266,7 +268,8 @@ func (s *DB) lockMySQLRange(ctx context.Context, r store.HashRange) (_ store.Loc
 	for _, c := range cells {
 		take = append(take, mysqlRangeName(db, "x."+c.String()))
 	}
-	if ok, err := q("SELECT SUM(COALESCE(GET_LOCK(j.n, 0), 0)) = ? FROM "+mysqlNames, len(take), jsonNames(take)); err != nil || !ok {
+	takeSum, takeArgs := mysqlSum("COALESCE(GET_LOCK(%s, 0), 0)", take)
+	if ok, err := q("SELECT "+takeSum+" = ?", append(takeArgs, len(take))...); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("%w on %s: a pass over a range overlapping %s holds it", store.ErrLocked, s.dsn, r)
 		}
@@ -278,16 +281,15 @@ func (s *DB) lockMySQLRange(ctx context.Context, r store.HashRange) (_ store.Loc
 	mine = append(mine, take...)
 	// The check: every lock still this session's, and (for a part of the
 	// space) no older version's whole pass started meanwhile.
-	check := "SELECT SUM(COALESCE(IS_USED_LOCK(j.n) = CONNECTION_ID(), 0)) = ?"
-	checkArgs := []any{len(mine)}
+	heldSum, checkArgs := mysqlSum("COALESCE(IS_USED_LOCK(%s) = CONNECTION_ID(), 0)", mine)
+	check := "SELECT " + heldSum + " = ?"
+	checkArgs = append(checkArgs, len(mine))
 	why := "the lock's session no longer holds all of its range's locks"
 	if !r.Full() {
 		check += " AND COALESCE(IS_FREE_LOCK(?), 0) = 1"
 		checkArgs = append(checkArgs, old)
 		why += ", or a whole pass of an older tqscavenger took its lock"
 	}
-	check += " FROM " + mysqlNames
-	checkArgs = append(checkArgs, jsonNames(mine))
 	held = true
 	return &serverLock{
 		pool: pool, conn: conn,
@@ -300,6 +302,26 @@ func (s *DB) lockMySQLRange(ctx context.Context, r store.HashRange) (_ store.Loc
 // mysqlNames is a table of the lock names in the JSON array argument,
 // with their order k.
 const mysqlNames = "JSON_TABLE(?, '$[*]' COLUMNS (k FOR ORDINALITY, n VARCHAR(64) PATH '$')) j"
+
+// mysqlSum returns an expression that sums term (a format with one %s for
+// a lock name) over names, and its arguments: a plain sum for a few names
+// (what a whole pass needs, on any MySQL), else a sum over a JSON_TABLE of
+// the names (MySQL 8, MariaDB 10.6), as a sum of thousands of terms
+// overruns the server's stack.
+func mysqlSum(term string, names []string) (string, []any) {
+	if len(names) <= 128 {
+		terms := make([]string, len(names))
+		args := make([]any, len(names))
+		for i, n := range names {
+			terms[i], args[i] = fmt.Sprintf(term, "?"), n
+		}
+		if len(terms) == 0 {
+			return "0", nil
+		}
+		return "(" + strings.Join(terms, " + ") + ")", args
+	}
+	return "(SELECT SUM(" + fmt.Sprintf(term, "j.n") + ") FROM " + mysqlNames + ")", []any{jsonNames(names)}
+}
 
 // jsonNames encodes names as a JSON array.
 func jsonNames[T any](names []T) string {
