@@ -53,9 +53,9 @@ type PartitionResult struct {
 	// Deleted and Examined sum the processes' tasks; Statements theirs.
 	Deleted, Examined, Statements int64
 	// BackendCPU is the CPU time of the PostgreSQL backends serving the
-	// pass's database (sampled from /proc while they live); ServerCPU
-	// that of every postgres process, shared server included.
-	BackendCPU, ServerCPU time.Duration
+	// pass's database, sampled from /proc while they live (a backend's
+	// counters go with it).
+	BackendCPU time.Duration
 	// Load1 is the machine's 1-minute load average before and after.
 	LoadBefore, LoadAfter float64
 	Err                   error
@@ -138,7 +138,6 @@ func runPartitioned(ctx context.Context, o PartitionOptions, srv *sqlServer, nam
 	sctx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
 	go func() { defer close(sampled); sampler.run(sctx) }()
-	serverBefore := postgresCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, s.Procs)
@@ -168,7 +167,6 @@ func runPartitioned(ctx context.Context, o PartitionOptions, srv *sqlServer, nam
 	}
 	wg.Wait()
 	res.Wall = time.Since(start)
-	res.ServerCPU = postgresCPU() - serverBefore
 	stopSampling()
 	<-sampled
 	res.BackendCPU = sampler.total()
@@ -268,26 +266,6 @@ func procCPU(pid int) (time.Duration, bool) {
 	return time.Duration(u+k) * time.Second / clockTicks, true
 }
 
-// postgresCPU sums the CPU time of every live process named postgres.
-func postgresCPU() time.Duration {
-	ents, _ := os.ReadDir("/proc")
-	var t time.Duration
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
-			continue
-		}
-		if cpu, ok := procCPU(pid); ok {
-			t += cpu
-		}
-	}
-	return t
-}
-
 // loadAvg is the 1-minute load average, or -1 where there is none.
 func loadAvg() float64 {
 	f, err := os.Open("/proc/loadavg")
@@ -315,20 +293,20 @@ func PrintPartitions(w io.Writer, rs []PartitionResult) {
 			base[r.Round] = r
 		}
 	}
-	fmt.Fprintln(w, "| round | procs×workers | time | rows/s | vs 1×4 | tasks examined | statements | backend CPU | backend CPU µs/row | DB cores busy | all postgres CPU | load avg before→after |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| round | procs×workers | time | rows/s | vs 1×4 | tasks examined | statements | backend CPU | backend CPU µs/row | DB cores busy | load avg before→after |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if r.Err != nil {
-			fmt.Fprintf(w, "| %d | %s | failed: %v |  |  |  |  |  |  |  |  |  |\n", r.Round, r.Setup, r.Err)
+			fmt.Fprintf(w, "| %d | %s | failed: %v |  |  |  |  |  |  |  |  |\n", r.Round, r.Setup, r.Err)
 			continue
 		}
 		vs := "—"
 		if b, ok := base[r.Round]; ok {
 			vs = fmt.Sprintf("%.2f×", r.Rate()/b.Rate())
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %.2fs | %.2f | %.2f | %.1fs | %.1f→%.1f |\n",
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %.2fs | %.2f | %.2f | %.1f→%.1f |\n",
 			r.Round, r.Setup, round3(r.Wall), count64(int64(r.Rate())), vs, thousands(r.Examined), thousands(r.Statements),
 			r.BackendCPU.Seconds(), float64(r.BackendCPU.Microseconds())/float64(max(r.Deleted, 1)),
-			r.BackendCPU.Seconds()/r.Wall.Seconds(), r.ServerCPU.Seconds(), r.LoadBefore, r.LoadAfter)
+			r.BackendCPU.Seconds()/r.Wall.Seconds(), r.LoadBefore, r.LoadAfter)
 	}
 }
