@@ -7,6 +7,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
@@ -24,7 +25,7 @@ func (d *Daemon) pass(ctx context.Context) {
 	d.mu.Unlock()
 	log := d.log.With("pass", id)
 
-	lock, err := d.cfg.DB.Lock(ctx, false)
+	lock, err := d.lock(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -121,4 +122,18 @@ func (d *Daemon) pass(ctx context.Context) {
 		rec.Outcome, rec.Err = Failed, r.err.Error()
 	}
 	d.finish(rec, 0)
+}
+
+// lock takes the lock of the pass's part of the hash space: the whole
+// pass's lock, or its partition's range lock.
+func (d *Daemon) lock(ctx context.Context) (store.Lock, error) {
+	p := d.cfg.Scavenger.Partition
+	if p.Whole() {
+		return d.cfg.DB.Lock(ctx, false)
+	}
+	rl, ok := d.cfg.DB.(store.RangeLocker)
+	if !ok {
+		return nil, fmt.Errorf("partition %s: the database (%T) has no range locks", p, d.cfg.DB)
+	}
+	return rl.LockRange(ctx, p.Range(), false)
 }

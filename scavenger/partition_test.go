@@ -2,13 +2,10 @@ package scavenger_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -150,37 +147,7 @@ func hexLit(db *sqlstore.DB, b []byte) string {
 	return "X'" + hex.EncodeToString(b) + "'"
 }
 
-// digest hashes every row of the four task tables.
-func digest(t *testing.T, db *sqlstore.DB) string {
-	t.Helper()
-	var lines []string
-	for _, q := range []string{
-		"SELECT 'q1', range_hash, task_queue_id, range_id, 0, data FROM task_queues",
-		"SELECT 'q2', range_hash, task_queue_id, range_id, 0, data FROM task_queues_v2",
-		"SELECT 't1', range_hash, task_queue_id, 0, task_id, data FROM tasks",
-		"SELECT 't2', range_hash, task_queue_id, pass, task_id, data FROM tasks_v2",
-	} {
-		rows, err := testdb.SQL(t, db).Query(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var (
-				tab      string
-				rh, a, b int64
-				id, data []byte
-			)
-			if err := rows.Scan(&tab, &rh, &id, &a, &b, &data); err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, fmt.Sprintf("%s %d %x %d %d %x", tab, rh, id, a, b, data))
-		}
-		rows.Close()
-	}
-	slices.Sort(lines)
-	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return fmt.Sprintf("%d rows %x", len(lines), sum[:8])
-}
+func digest(t *testing.T, db *sqlstore.DB) string { return testdb.Digest(t, db) }
 
 func partitionConfig(p scavenger.Partition) scavenger.Config {
 	cfg := baseConfig()

@@ -319,7 +319,20 @@ func (p *pass) run(ctx context.Context) error {
 	// pass left in v2, not by tasks it was about to delete.
 	tables = slices.Clone(tables)
 	slices.SortFunc(tables, func(a, b store.Table) int { return int(b) - int(a) })
-	var marks []*walkMark
+	// Every walk's mark exists from the start, so that each checkpoint
+	// holds every position, the resumed ones of walks not yet reached
+	// included.
+	orphans := p.cfg.Orphans != OrphansNone && p.cfg.QueueGlob == ""
+	marks := make([]*walkMark, len(tables))
+	orphanMarks := make([]*walkMark, len(tables))
+	for i, t := range tables {
+		marks[i] = p.ckpt.walk(p.cfg.Resume.position(WalkQueues, t))
+	}
+	for i, t := range tables {
+		if orphans {
+			orphanMarks[i] = p.ckpt.walk(p.cfg.Resume.position(WalkOrphans, t))
+		}
+	}
 	for i, t := range tables {
 		if i > 0 {
 			if err := p.ex.Wait(ctx); err != nil {
@@ -328,7 +341,6 @@ func (p *pass) run(ctx context.Context) error {
 			marks[i-1].done(ctx)
 		}
 		pos := p.cfg.Resume.position(WalkQueues, t)
-		marks = append(marks, p.ckpt.walk(pos))
 		if pos.Done {
 			continue
 		}
@@ -342,24 +354,23 @@ func (p *pass) run(ctx context.Context) error {
 	if len(marks) > 0 {
 		marks[len(marks)-1].done(ctx)
 	}
-	if p.cfg.Orphans == OrphansNone || p.cfg.QueueGlob != "" {
+	if !orphans {
 		return nil
 	}
 	// Orphans are looked for once every queue job is done, so a queue
 	// deleted by this pass is judged by the rows it left.
-	for _, t := range tables {
+	for i, t := range tables {
 		pos := p.cfg.Resume.position(WalkOrphans, t)
-		m := p.ckpt.walk(pos)
 		if pos.Done {
 			continue
 		}
-		if err := p.scanOrphans(ctx, t, p.start(pos), m); err != nil {
+		if err := p.scanOrphans(ctx, t, p.start(pos), orphanMarks[i]); err != nil {
 			return err
 		}
 		if err := p.ex.Wait(ctx); err != nil {
 			return err
 		}
-		m.done(ctx)
+		orphanMarks[i].done(ctx)
 	}
 	return nil
 }

@@ -24,6 +24,8 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 			return benchRawCmd(ctx, e, args[1:])
 		case "measure":
 			return benchMeasureCmd(ctx, e, args[1:])
+		case "partitions":
+			return benchPartitionsCmd(ctx, e, args[1:])
 		}
 	}
 	fs := newFlags(e, "bench", "[flags]\n       tqscavenger bench raw --db DSN [flags]  (the raw bound's pass alone)\n       tqscavenger bench measure --result FILE -- COMMAND…  (run a command, write its time and peak RSS)")

@@ -51,6 +51,7 @@ type scavengeFlags struct {
 	orphans       string
 	namespaces    multiFlag
 	queueGlob     string
+	partition     string
 }
 
 // maxClockSkew is how far --now may be ahead of the real clock.
@@ -99,6 +100,7 @@ func (f *scavengeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
 	fs.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
 	fs.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
+	fs.StringVar(&f.partition, "partition", "", "scavenge only part I of N of the range_hash space, as I/N (0/4 is the first of 4): disjoint parts run at once, overlapping ones exclude each other (default the whole space)")
 }
 
 func nonNegative(name string, v int) error {
@@ -128,6 +130,13 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		}
 	}
 	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
+	if f.partition != "" {
+		p, err := scavenger.ParsePartition(f.partition)
+		if err != nil {
+			return c, usagef("--partition: %v", err)
+		}
+		c.Partition = p
+	}
 	c.Grace, c.RetryInitial, c.RetryMax, c.SlowStatement = f.grace, f.retryMin, f.retryMax, f.slow
 	c.UnsafeShortGrace, c.RetryFor = f.unsafe, f.retryFor
 	c.DryRun = f.dryRun
@@ -234,8 +243,9 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	var sf scavengeFlags
 	var cf connFlags
 	var lf logFlags
-	var progress, statsJSON string
-	var waitLock bool
+	var progress, statsJSON, checkpoint string
+	var waitLock, fresh bool
+	var cpEvery time.Duration
 	sf.register(fs)
 	cf.register(fs)
 	lf.register(fs)
@@ -243,8 +253,17 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
 	fs.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
 	fs.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file (for scripts and the benchmark)")
+	fs.StringVar(&checkpoint, "checkpoint", "", "resume from this checkpoint file if it exists, and keep it up to date while the pass runs; a completed pass removes it")
+	fs.BoolVar(&fresh, "fresh", false, "with --checkpoint: ignore the file's positions and start from the first row")
+	fs.DurationVar(&cpEvery, "checkpoint-interval", 0, "with --checkpoint: write it at most this often while the positions advance (default "+shortDuration(defaults.CheckpointInterval)+")")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if (fresh || cpEvery != 0) && checkpoint == "" {
+		return usagef("--fresh and --checkpoint-interval need --checkpoint FILE")
+	}
+	if cpEvery < 0 {
+		return usagef("--checkpoint-interval %s: must not be negative", cpEvery)
 	}
 	cfg, err := sf.config()
 	if err != nil {
@@ -268,9 +287,24 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	if cfg.Tables == nil {
 		cfg.Tables = info.Tables
 	}
-	lock, err := db.Lock(ctx, waitLock)
+	if checkpoint != "" {
+		if cfg.Resume, err = loadCheckpoint(checkpoint, fresh); err != nil {
+			return err
+		}
+		cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error { return saveCheckpoint(checkpoint, cp) }
+		cfg.CheckpointInterval = cpEvery
+	}
+	var lock store.Lock
+	if cfg.Partition.Whole() {
+		lock, err = db.Lock(ctx, waitLock)
+	} else {
+		lock, err = db.LockRange(ctx, cfg.Partition.Range(), waitLock)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
+			if !cfg.Partition.Whole() {
+				return fmt.Errorf("%w: another tqscavenger is running against partition %s of this database (a whole pass, or a partition that overlaps it); wait for it, or pass --wait-lock", err, cfg.Partition)
+			}
 			return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
 		}
 		return err
@@ -288,6 +322,15 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	if statsJSON != "" {
 		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
 			err = werr
+		}
+	}
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", checkpoint, err)
+	}
+	if err == nil && checkpoint != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
+		// Nothing is left to resume.
+		if rerr := os.Remove(checkpoint); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = fmt.Errorf("remove the completed pass's checkpoint: %w", rerr)
 		}
 	}
 	if err != nil {
