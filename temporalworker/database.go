@@ -2,8 +2,6 @@ package temporalworker
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -31,9 +29,6 @@ type Database interface {
 // SQLDatabase is a Database over a sqlstore.DB.
 type SQLDatabase struct {
 	db *sqlstore.DB
-	// local excludes overlapping ranges within this process where the
-	// store has no range locks of its own.
-	local rangeLocks
 }
 
 // NewSQLDatabase returns a Database over db.
@@ -52,57 +47,9 @@ func (d *SQLDatabase) CheckSchema(ctx context.Context) error {
 	return err
 }
 
-// LockRange takes r's lock: the store's range lock (store.RangeLocker),
-// which excludes passes over overlapping ranges of every process and an
-// old version's whole-database pass; a store without one gets a lock among
-// this process's passes only.
+// LockRange takes r's range lock without waiting (sqlstore.DB.LockRange):
+// it excludes passes over overlapping ranges in every process, whatever
+// their N, and an old version's whole-database pass.
 func (d *SQLDatabase) LockRange(ctx context.Context, r store.HashRange) (store.Lock, error) {
-	if rl, ok := any(d.db).(store.RangeLocker); ok {
-		return rl.LockRange(ctx, r, false)
-	}
-	return d.local.lock(r)
-}
-
-// rangeLocks are locks on ranges of the range_hash space: one range may be
-// held at a time among those that overlap.
-type rangeLocks struct {
-	mu   sync.Mutex
-	held map[*rangeLock]bool
-}
-
-type rangeLock struct {
-	l *rangeLocks
-	r store.HashRange
-}
-
-func (l *rangeLocks) lock(r store.HashRange) (store.Lock, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for h := range l.held {
-		if h.r.Overlaps(r) {
-			return nil, fmt.Errorf("range %s: %w (a pass over %s runs)", r, store.ErrLocked, h.r)
-		}
-	}
-	if l.held == nil {
-		l.held = map[*rangeLock]bool{}
-	}
-	h := &rangeLock{l: l, r: r}
-	l.held[h] = true
-	return h, nil
-}
-
-func (h *rangeLock) Check(context.Context) error {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if !h.l.held[h] {
-		return fmt.Errorf("range %s: %w", h.r, store.ErrLockLost)
-	}
-	return nil
-}
-
-func (h *rangeLock) Unlock() error {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	delete(h.l.held, h)
-	return nil
+	return d.db.LockRange(ctx, r, false)
 }
