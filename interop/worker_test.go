@@ -8,10 +8,7 @@ package interop
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
@@ -226,55 +224,15 @@ func cleanWorkerPass(t *testing.T, path string, d temporalworker.PassDescription
 	return st
 }
 
-// fileDigest hashes every queue and task row of the SQLite file.
+// fileDigest hashes every row of the SQLite file's task tables.
 func fileDigest(t *testing.T, path string) string {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, "sqlite:"+path, sqlstore.Options{})
+	db, err := sqlstore.Open(context.Background(), "sqlite:"+path, sqlstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	h := sha256.New()
-	for _, tb := range []store.Table{store.V1, store.V2} {
-		var after *store.QueueKey
-		for {
-			rows, err := db.ListQueues(ctx, tb, after, 500)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range rows {
-				fmt.Fprintf(h, "q %d %s %d %x\n", tb, r.QueueKey, r.RangeID, r.Data)
-			}
-			if len(rows) < 500 {
-				break
-			}
-			k := rows[len(rows)-1].QueueKey
-			after = &k
-		}
-		after = nil
-		for {
-			refs, err := db.ListTaskQueueIDs(ctx, tb, after, 500)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ref := range refs {
-				tasks, err := db.ReadTasks(ctx, tb, ref.QueueKey, nil, 1<<20)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, task := range tasks {
-					fmt.Fprintf(h, "t %d %s %d/%d %x\n", tb, ref.QueueKey, task.Key.Pass, task.Key.ID, task.Data)
-				}
-			}
-			if len(refs) < 500 {
-				break
-			}
-			k := refs[len(refs)-1].QueueKey
-			after = &k
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return testdb.Digest(t, db)
 }
 
 // workerProc is a `tqscavenger worker` child process.

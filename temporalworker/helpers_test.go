@@ -2,9 +2,6 @@ package temporalworker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -87,56 +84,8 @@ func cleanPass(t *testing.T, d PassDescription) (scavenger.Stats, string) {
 	return st, digest(t, db)
 }
 
-// digest hashes every queue row and task row of db, for comparing what
-// two ways of scavenging left.
-func digest(t *testing.T, db store.Store) string {
-	t.Helper()
-	ctx := context.Background()
-	h := sha256.New()
-	tables, err := db.Tables(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tb := range tables {
-		var after *store.QueueKey
-		for {
-			rows, err := db.ListQueues(ctx, tb, after, 500)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range rows {
-				fmt.Fprintf(h, "q %d %s %d %x\n", tb, r.QueueKey, r.RangeID, r.Data)
-			}
-			if len(rows) < 500 {
-				break
-			}
-			k := rows[len(rows)-1].QueueKey
-			after = &k
-		}
-		after = nil
-		for {
-			refs, err := db.ListTaskQueueIDs(ctx, tb, after, 500)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ref := range refs {
-				tasks, err := db.ReadTasks(ctx, tb, ref.QueueKey, nil, 1<<20)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, task := range tasks {
-					fmt.Fprintf(h, "t %d %s %d/%d %x\n", tb, ref.QueueKey, task.Key.Pass, task.Key.ID, task.Data)
-				}
-			}
-			if len(refs) < 500 {
-				break
-			}
-			k := refs[len(refs)-1].QueueKey
-			after = &k
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// digest hashes every row of db's task tables (testdb.Digest).
+func digest(t *testing.T, db *sqlstore.DB) string { return testdb.Digest(t, db) }
 
 // newEnv returns a workflow test environment with the pass workflow and
 // the activities of acts registered.
