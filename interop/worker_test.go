@@ -110,6 +110,15 @@ func TestWorkerOnTemporal(t *testing.T) {
 	if resumed == 0 {
 		t.Error("no partition resumed from a heartbeat after the kill")
 	}
+	// The pass itself says it resumed: the new worker's log has the
+	// scavenger's own line for each partition that went on from its
+	// checkpoint (the result's Resumed only says a heartbeat was there).
+	w2.kill()
+	if log, err := os.ReadFile(logPath(s, tag, "worker-2.log")); err != nil {
+		t.Error(err)
+	} else if n := strings.Count(string(log), `"msg":"resuming from checkpoint"`); n < resumed {
+		t.Errorf("%d partitions resumed by their results, %d passes logged resuming from a checkpoint", resumed, n)
+	}
 	if final >= clean.TasksProcessed {
 		t.Errorf("the final attempts examined %d tasks, a clean pass %d: resuming saved nothing", final, clean.TasksProcessed)
 	}
@@ -120,7 +129,9 @@ func TestWorkerOnTemporal(t *testing.T) {
 	}
 
 	// The Schedule: created by the command, triggered, and its pass run
-	// by the worker.
+	// by a worker.
+	w3 := startWorker(t, s, ts, pathA, queue, logPath(s, tag, "worker-3.log"))
+	defer w3.kill()
 	tqs := func(args ...string) string {
 		args = append(args, "--temporal-address", ts.frontend(), "--temporal-namespace", namespace)
 		out, err := exec.CommandContext(ctx, s.tqs, args...).CombinedOutput()
