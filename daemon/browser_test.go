@@ -136,7 +136,8 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		`<progress id="progress" value="10" max="10">`,
+		// Held in its listing: the total is not known, the bar says so.
+		`<progress id="progress" title="still listing`, "of listed so far (still listing)", "after the listing",
 		`class="outcome-completed">completed`, // pass 2
 		`class="outcome-skipped">skipped`,     // pass 1
 		"lock held by another tqscavenger",

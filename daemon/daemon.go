@@ -58,6 +58,12 @@ const (
 	MsgSchemaFailed = "schema check failed, pass not run"
 )
 
+// The defaults of Config, which serve's flags show.
+const (
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultHistory         = 20
+)
+
 // DB is what a daemon needs from a database: the scavenger's store, the
 // lock and the schema check. *sqlstore.DB implements it.
 type DB interface {
@@ -98,9 +104,11 @@ type Config struct {
 	// scheduled time.
 	RunAtStart bool
 	// ShutdownTimeout is how long the statements in flight when shutdown
-	// begins may run before they are cancelled. Default 30s.
+	// begins may run before they are cancelled. Default
+	// DefaultShutdownTimeout, 30s.
 	ShutdownTimeout time.Duration
-	// History is how many passes the status page lists. Default 20.
+	// History is how many passes the status page lists. Default
+	// DefaultHistory, 20.
 	History int
 	// DSN is the database's name with its password masked, for the
 	// status page.
@@ -153,6 +161,15 @@ type Daemon struct {
 	totals    totals       // counts of finished passes
 	lastRun   *PassRecord  // the last pass that ran (not skipped)
 	lastOK    *PassRecord  // the last completed pass
+
+	// loaded is when the configuration in effect was loaded: at New, or
+	// at the last applied reload. schedVersion counts the schedules, so
+	// that Run plans again after a reload; replan wakes it.
+	loaded       time.Time
+	schedVersion int64
+	reloads      map[string]int64
+	lastReload   *ReloadRecord
+	replan       chan struct{}
 }
 
 // New returns a daemon for cfg.
@@ -170,10 +187,10 @@ func New(cfg Config) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if cfg.History <= 0 {
-		cfg.History = 20
+		cfg.History = DefaultHistory
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -184,8 +201,10 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Int64N
 	}
-	d := &Daemon{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, state: Starting, totals: newTotals()}
+	d := &Daemon{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, state: Starting, totals: newTotals(),
+		reloads: map[string]int64{}, replan: make(chan struct{}, 1)}
 	d.created = d.clock.Now()
+	d.loaded = d.created
 	d.reg = newRegistry(d)
 	return d, nil
 }
@@ -227,7 +246,7 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 // new work, its in-flight statements may finish within the shutdown
 // timeout, and the lock is released. Run returns nil after a clean stop.
 func (d *Daemon) Run(ctx context.Context) error {
-	sched := d.cfg.Schedule
+	sched, version := d.schedule()
 	now := d.clock.Now()
 	planned, fire := now, now
 	if !d.cfg.RunAtStart {
@@ -237,13 +256,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.setState(Stopped, time.Time{})
 	for {
 		d.setState(Idle, fire)
-		d.log.Info(MsgNextPass, "at", fire, "in", fire.Sub(d.clock.Now()).Round(time.Millisecond).String())
+		d.log.Info(MsgNextPass, "at", fire, "in", fire.Sub(d.clock.Now()).Round(time.Millisecond))
 		c, stop := d.clock.NewTimer(fire.Sub(d.clock.Now()))
 		select {
 		case <-ctx.Done():
 			stop()
 			d.log.Info(MsgShuttingDown)
 			return nil
+		case <-d.replan:
+			stop()
+			if s, v := d.schedule(); v != version {
+				// A reload: plan the next pass on its schedule, from now.
+				sched, version = s, v
+				if planned = sched.Next(d.clock.Now()); planned.IsZero() {
+					return errors.New("daemon: the schedule has no next pass")
+				}
+				fire = planned.Add(d.jitter())
+			}
+			continue
 		case <-c:
 		}
 		d.pass(ctx)
@@ -251,6 +281,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return nil
 		}
 		now = d.clock.Now()
+		if s, v := d.schedule(); v != version {
+			// Reloaded during the pass: its schedule from now.
+			sched, version, planned = s, v, now
+			select {
+			case <-d.replan: // taken into account here
+			default:
+			}
+		}
 		planned = sched.Next(planned)
 		missed := 0
 		for !planned.After(now) && !planned.IsZero() {
@@ -270,11 +308,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+// schedule returns the schedule in effect and its version.
+func (d *Daemon) schedule() (Schedule, int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Schedule, d.schedVersion
+}
+
 func (d *Daemon) jitter() time.Duration {
-	if d.cfg.Jitter <= 0 {
+	d.mu.Lock()
+	j := d.cfg.Jitter
+	d.mu.Unlock()
+	if j <= 0 {
 		return 0
 	}
-	return time.Duration(d.cfg.Rand(int64(d.cfg.Jitter)))
+	return time.Duration(d.cfg.Rand(int64(j)))
 }
 
 func (d *Daemon) setState(s State, next time.Time) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tqscavenger/tqscavenger/internal/progress"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -71,10 +72,14 @@ var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 type statusView struct {
 	Status
 	Now time.Time
-	// Percent is the share of listed queues done, for the progress bar.
-	Percent int
+	// Progress is the running pass's progress, as the command's progress
+	// line shows it.
+	Progress progress.Estimate
 	// Rate is tasks deleted per second by the running pass.
 	Rate string
+	// Left is the estimated time left of the running pass, or what stands
+	// in for it: "after the listing" while queues are still listed.
+	Left string
 	// Refresh is the page's reload interval in seconds.
 	Refresh int
 }
@@ -82,14 +87,16 @@ type statusView struct {
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 	v := statusView{Status: d.Status(), Now: d.clock.Now(), Refresh: 5}
 	if c := v.Current; c != nil {
-		if c.Stats.QueuesListed > 0 {
-			v.Percent = int(100 * c.Stats.QueuesProcessed / c.Stats.QueuesListed)
+		e := progress.Of(c.Stats)
+		v.Progress, v.Rate = e, fmt.Sprintf("%.0f", e.Rate)
+		switch {
+		case e.HasLeft:
+			v.Left = "~" + formatDuration(e.Left)
+		case e.Finishing():
+			v.Left = "finishing"
+		default:
+			v.Left = "after the listing"
 		}
-		rate := 0.0
-		if s := c.Stats.Elapsed.Seconds(); s > 0 {
-			rate = float64(c.Stats.TasksDeleted) / s
-		}
-		v.Rate = fmt.Sprintf("%.0f", rate)
 	}
 	// Render to a buffer, so a template error is a 500, not half a page.
 	var b bytes.Buffer

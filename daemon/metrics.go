@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"maps"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,11 +86,13 @@ type metricsView struct {
 	lastOK   *PassRecord
 	next     time.Time
 	shutdown bool
+	loaded   time.Time
+	reloads  map[string]int64
 }
 
 func (d *Daemon) metricsView() metricsView {
 	d.mu.Lock()
-	v := metricsView{totals: d.totals.clone(), next: d.next, lastRun: d.lastRun, lastOK: d.lastOK}
+	v := metricsView{totals: d.totals.clone(), next: d.next, lastRun: d.lastRun, lastOK: d.lastOK, loaded: d.loaded, reloads: maps.Clone(d.reloads)}
 	v.shutdown = d.state == Stopping || d.state == Stopped
 	cur := d.current
 	if cur != nil {
@@ -123,6 +126,7 @@ type collector struct {
 	inProgress, passQueuesListed, passQueuesProcessed        *prometheus.Desc
 	lastDuration, lastSuccess, expiredRemaining, orphansLeft *prometheus.Desc
 	nextPass                                                 *prometheus.Desc
+	configLoaded, configReloads                              *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -153,6 +157,8 @@ func newCollector(d *Daemon) *collector {
 		expiredRemaining:    desc("tasks_expired_remaining", "Expired tasks the last completed pass examined and left (behind a live task)."),
 		orphansLeft:         desc("orphan_tasks_remaining", "Orphaned tasks the last completed pass found and left (not expired)."),
 		nextPass:            desc("next_pass_timestamp_seconds", "When the next pass is due, in Unix seconds; 0 while a pass runs."),
+		configLoaded:        desc("config_loaded_timestamp_seconds", "When the configuration in effect was loaded (start, or the last applied reload), in Unix seconds."),
+		configReloads:       desc("config_reloads_total", "Reloads of the configuration (SIGHUP), by result: applied, invalid (a bad file or value) or needs_restart.", "result"),
 	}
 }
 
@@ -165,6 +171,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.jobsDeferred, c.jobsDropped, c.persistenceErrors,
 		c.inProgress, c.passQueuesListed, c.passQueuesProcessed,
 		c.lastDuration, c.lastSuccess, c.expiredRemaining, c.orphansLeft, c.nextPass,
+		c.configLoaded, c.configReloads,
 	} {
 		ch <- d
 	}
@@ -228,6 +235,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.expiredRemaining, expLeft)
 	gauge(c.orphansLeft, orphLeft)
 	gauge(c.nextPass, next)
+	gauge(c.configLoaded, unixSeconds(v.loaded))
+	for _, r := range reloadResults {
+		counter(c.configReloads, v.reloads[r], r)
+	}
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

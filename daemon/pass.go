@@ -22,10 +22,14 @@ func (d *Daemon) pass(ctx context.Context) {
 	id := d.lastID
 	d.state = Running
 	d.next = time.Time{}
+	// The configuration at the pass's start: a reload during it changes
+	// only what Reconfigure says it does. The lock is the partition's of
+	// this snapshot, so the pass runs over the range it locked.
+	cfg, shutdownTimeout := d.cfg.Scavenger, d.cfg.ShutdownTimeout
 	d.mu.Unlock()
 	log := d.log.With("pass", id)
 
-	lock, err := d.lock(ctx)
+	lock, err := d.lock(ctx, cfg.Partition)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -50,7 +54,6 @@ func (d *Daemon) pass(ctx context.Context) {
 		log.Debug("lock released")
 	}()
 
-	cfg := d.cfg.Scavenger
 	cfg.Logger = log
 	// The pass checks the lock as it goes, and stops if it is lost.
 	cfg.Lock = lock
@@ -73,6 +76,10 @@ func (d *Daemon) pass(ctx context.Context) {
 
 	sc := scavenger.New(d.cfg.DB, cfg)
 	d.mu.Lock()
+	if t := d.cfg.Scavenger; !sameTunables(t, cfg) {
+		// Reloaded since cfg was read: the tunables apply at once.
+		_ = sc.Tune(t)
+	}
 	d.current, d.currentID, d.currentAt = sc, id, start
 	d.totals.started++
 	d.mu.Unlock()
@@ -95,9 +102,12 @@ func (d *Daemon) pass(ctx context.Context) {
 	case <-ctx.Done():
 		d.setState(Stopping, time.Time{})
 		d.log.Info(MsgShuttingDown)
-		log.Info(MsgDraining, "timeout", d.cfg.ShutdownTimeout.String())
+		d.mu.Lock()
+		shutdownTimeout = d.cfg.ShutdownTimeout // a reload may have changed it
+		d.mu.Unlock()
+		log.Info(MsgDraining, "timeout", shutdownTimeout)
 		sctx, cancel := context.WithCancel(context.Background())
-		timeout, stop := d.clock.NewTimer(d.cfg.ShutdownTimeout)
+		timeout, stop := d.clock.NewTimer(shutdownTimeout)
 		go func() {
 			select {
 			case <-timeout:
@@ -125,9 +135,8 @@ func (d *Daemon) pass(ctx context.Context) {
 }
 
 // lock takes the lock of the pass's part of the hash space: the whole
-// pass's lock, or its partition's range lock.
-func (d *Daemon) lock(ctx context.Context) (store.Lock, error) {
-	p := d.cfg.Scavenger.Partition
+// pass's lock, or partition p's range lock.
+func (d *Daemon) lock(ctx context.Context, p scavenger.Partition) (store.Lock, error) {
 	if p.Whole() {
 		return d.cfg.DB.Lock(ctx, false)
 	}
@@ -136,4 +145,11 @@ func (d *Daemon) lock(ctx context.Context) (store.Lock, error) {
 		return nil, fmt.Errorf("partition %s: the database (%T) has no range locks", p, d.cfg.DB)
 	}
 	return rl.LockRange(ctx, p.Range(), false)
+}
+
+// sameTunables reports whether a and b have the same settings
+// scavenger.Scavenger.Tune changes.
+func sameTunables(a, b scavenger.Config) bool {
+	return a.MaxDeletesPerSecond == b.MaxDeletesPerSecond && a.MaxStatementsPerSecond == b.MaxStatementsPerSecond &&
+		a.RetryInitial == b.RetryInitial && a.RetryMax == b.RetryMax && a.RetryFor == b.RetryFor
 }

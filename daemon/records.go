@@ -114,7 +114,12 @@ type Status struct {
 	Jitter      time.Duration
 	DSN         string
 	Settings    []Setting
-	Build       Build
+	// ConfigLoaded is when the settings in effect were loaded: at start or
+	// at the last applied reload.
+	ConfigLoaded time.Time
+	// LastReload is the last reload, applied or refused; nil if none.
+	LastReload *ReloadRecord
+	Build      Build
 }
 
 // Status returns a snapshot of the daemon.
@@ -129,6 +134,9 @@ func (d *Daemon) Status() Status {
 		DSN:      d.cfg.DSN,
 		Settings: d.cfg.Settings,
 		Build:    d.cfg.Build,
+
+		ConfigLoaded: d.loaded,
+		LastReload:   d.lastReload,
 	}
 	for i := len(d.passes) - 1; i >= 0; i-- {
 		s.Passes = append(s.Passes, d.passes[i])

@@ -57,6 +57,8 @@ const (
 	// a pass runs on after its lock is lost: at most their sum.
 	DefaultLockCheckInterval = 5 * time.Second
 	DefaultLockCheckTimeout  = 3 * time.Second
+	// DefaultYieldFactor is Config.YieldFactor's default.
+	DefaultYieldFactor = 2.0
 )
 
 // MinGrace is the shortest Grace allowed without UnsafeShortGrace: twice
@@ -183,6 +185,16 @@ type Config struct {
 	// MaxStatementsPerSecond caps the store calls (each one statement,
 	// or a few for batched forms) per second; 0 means unlimited.
 	MaxStatementsPerSecond float64
+	// YieldToLoad makes the pass back off while its own statements run
+	// slower than their baseline by more than YieldFactor: fewer
+	// statements at once and pauses between them, growing back while the
+	// database is quiet (see yield.go). It only slows the pass, within the
+	// rate limits. Off by default.
+	YieldToLoad bool
+	// YieldFactor is how much slower than its baseline a statement kind's
+	// median may get before YieldToLoad backs off. Default 2; it must be
+	// more than 1.
+	YieldFactor float64
 
 	// The opt-in rules of the default mode. CompatTemporal ignores them.
 
@@ -247,6 +259,9 @@ func (c Config) WithDefaults() Config {
 	c.LockCheckInterval = orDefault(c.LockCheckInterval, DefaultLockCheckInterval)
 	c.LockCheckTimeout = orDefault(c.LockCheckTimeout, DefaultLockCheckTimeout)
 	c.CheckpointInterval = orDefault(c.CheckpointInterval, DefaultCheckpointInterval)
+	if c.YieldFactor <= 0 {
+		c.YieldFactor = DefaultYieldFactor
+	}
 	if c.ProtectedPrefixes == nil {
 		c.ProtectedPrefixes = []string{TemporalProtectedPrefix}
 	}
@@ -286,6 +301,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDeletesPerSecond < 0 || c.MaxStatementsPerSecond < 0 {
 		return fmt.Errorf("rate limits must not be negative")
+	}
+	if c.YieldFactor < 0 || (c.YieldFactor > 0 && c.YieldFactor <= 1) {
+		return fmt.Errorf("yield factor %g: must be more than 1 (or 0 for the default %g)", c.YieldFactor, DefaultYieldFactor)
 	}
 	// Knobs that bound each other are checked as the pass will run them,
 	// defaults filled in, so that a bad value is refused before any work.

@@ -11,32 +11,60 @@ import (
 // limiter is a token bucket that may go into debt: a caller waits until
 // the balance is not negative, then is charged what it actually used. So
 // a delete of unknown size is charged its real row count afterwards, and
-// the average rate holds whatever the batch sizes.
+// the average rate holds whatever the batch sizes. Its rate may change
+// while callers wait (setRate); a rate of 0 or less is no limit.
 type limiter struct {
-	rate  float64 // tokens per second
-	burst float64
-
 	now func() time.Time
 
 	mu      sync.Mutex
+	rate    float64 // tokens per second
+	burst   float64
 	balance float64
 	last    time.Time
 }
 
 func newLimiter(rate float64) *limiter {
-	if rate <= 0 {
-		return nil
+	l := &limiter{now: time.Now, last: time.Now()}
+	l.setRate(rate)
+	return l
+}
+
+// setRate changes the rate. A waiting caller sees it at its next check,
+// within a tenth of a second (waits are capped to that): a limit lowered
+// while the database hurts takes effect at once, one raised or lifted
+// does not leave callers asleep on the old one. A debt already run up is
+// kept, so that a lower limit cannot be escaped by the last large batch.
+func (l *limiter) setRate(rate float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if l.rate > 0 {
+		l.balance = min(l.burst, l.balance+now.Sub(l.last).Seconds()*l.rate)
+	} else {
+		l.balance = 0
 	}
+	l.last = now
+	l.rate = rate
 	// A burst of a tenth of a second keeps the rate smooth within a
 	// second, yet lets a single large batch through.
-	return &limiter{rate: rate, burst: max(1, rate/10), now: time.Now, last: time.Now()}
+	l.burst = max(1, rate/10)
+	if rate <= 0 {
+		l.balance = 0
+	}
 }
+
+// maxWait caps one sleep of a waiting caller, so that a new rate is seen
+// soon.
+const maxWait = 100 * time.Millisecond
 
 // delay refills the bucket and returns how long a caller must wait for the
 // balance to be positive again; 0 means go.
 func (l *limiter) delay() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.rate <= 0 {
+		return 0
+	}
 	now := l.now()
 	l.balance = min(l.burst, l.balance+now.Sub(l.last).Seconds()*l.rate)
 	l.last = now
@@ -57,7 +85,7 @@ func (l *limiter) wait(ctx context.Context, stop <-chan struct{}) error {
 		if d == 0 {
 			return nil
 		}
-		t := time.NewTimer(d)
+		t := time.NewTimer(min(d, maxWait))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -70,14 +98,54 @@ func (l *limiter) wait(ctx context.Context, stop <-chan struct{}) error {
 	}
 }
 
+// currentRate returns the rate in effect.
+func (l *limiter) currentRate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rate
+}
+
 // charge takes n tokens.
 func (l *limiter) charge(n int64) {
 	if l == nil || n <= 0 {
 		return
 	}
 	l.mu.Lock()
-	l.balance -= float64(n)
+	if l.rate > 0 {
+		l.balance -= float64(n)
+	}
 	l.mu.Unlock()
+}
+
+// tunables are the settings a running pass reads as it goes, so that
+// Scavenger.Tune changes them on it: the rate limits and the retry budget.
+type tunables struct {
+	stmts, rows *limiter
+
+	mu                               sync.Mutex
+	retryInitial, retryMax, retryFor time.Duration
+}
+
+func newTunables(c Config) *tunables {
+	t := &tunables{stmts: newLimiter(c.MaxStatementsPerSecond), rows: newLimiter(c.MaxDeletesPerSecond)}
+	t.set(c)
+	return t
+}
+
+// set applies c's tunable settings (c has its defaults).
+func (t *tunables) set(c Config) {
+	t.stmts.setRate(c.MaxStatementsPerSecond)
+	t.rows.setRate(c.MaxDeletesPerSecond)
+	t.mu.Lock()
+	t.retryInitial, t.retryMax, t.retryFor = c.RetryInitial, c.RetryMax, c.RetryFor
+	t.mu.Unlock()
+}
+
+// retry returns the retry budget in effect.
+func (t *tunables) retry() (initial, maxWait, retryFor time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.retryInitial, t.retryMax, t.retryFor
 }
 
 // limitedStore applies Config.MaxStatementsPerSecond to every call and
@@ -93,15 +161,12 @@ type limitedStore struct {
 
 var _ store.Store = (*limitedStore)(nil)
 
-// limit returns the middleware of the pass's rate limits, or nil when
-// there are none. Its waits end when stop is closed.
-func limit(cfg Config, stop <-chan struct{}) store.Middleware {
-	if cfg.MaxDeletesPerSecond <= 0 && cfg.MaxStatementsPerSecond <= 0 {
-		return nil
-	}
-	stmts, rows := newLimiter(cfg.MaxStatementsPerSecond), newLimiter(cfg.MaxDeletesPerSecond)
+// limit returns the middleware of the rate limits of t, which may change
+// during the pass: it is there even while they are unlimited. Its waits
+// end when stop is closed.
+func limit(t *tunables, stop <-chan struct{}) store.Middleware {
 	return func(next store.Store) store.Store {
-		return &limitedStore{next: next, stmts: stmts, rows: rows, stop: stop}
+		return &limitedStore{next: next, stmts: t.stmts, rows: t.rows, stop: stop}
 	}
 }
 

@@ -32,3 +32,52 @@ func TestLimiterDebt(t *testing.T) {
 		}
 	}
 }
+
+// TestLimiterSetRate: a new rate applies to the debt already run up; no
+// rate lets every caller through; a limit set again starts from an empty
+// bucket.
+func TestLimiterSetRate(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	l := newLimiter(100)
+	l.now = func() time.Time { return clock }
+	l.last = clock
+	l.charge(101) // 101 in debt: 1.01 s at 100/s
+	if got := l.delay(); got != 1010*time.Millisecond+time.Millisecond {
+		t.Fatalf("at 100/s: delay %v", got)
+	}
+	l.setRate(1000) // the debt is paid ten times faster
+	if got := l.delay(); got != 101*time.Millisecond+time.Millisecond {
+		t.Fatalf("at 1000/s: delay %v", got)
+	}
+	l.setRate(0)
+	l.charge(1e6)
+	if got := l.delay(); got != 0 {
+		t.Fatalf("unlimited: delay %v", got)
+	}
+	l.setRate(10)
+	if got := l.delay(); got != time.Millisecond {
+		t.Fatalf("limited again: delay %v, want the first token's 1ms", got)
+	}
+}
+
+// TestTune: Tune changes the limits and the retry budget Config reports,
+// and refuses an invalid configuration without changing anything.
+func TestTune(t *testing.T) {
+	s := New(nil, Config{MaxDeletesPerSecond: 5})
+	if err := s.Tune(Config{MaxDeletesPerSecond: 50, MaxStatementsPerSecond: 7, RetryFor: time.Minute, Grace: 72 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Config()
+	if c.MaxDeletesPerSecond != 50 || c.MaxStatementsPerSecond != 7 || c.RetryFor != time.Minute || c.RetryInitial != TemporalRetryInitial {
+		t.Errorf("after Tune: %+v", c)
+	}
+	if c.Grace != TemporalGrace {
+		t.Errorf("Tune changed the grace of the pass to %s", c.Grace)
+	}
+	if err := s.Tune(Config{MaxDeletesPerSecond: 1, Grace: time.Hour}); err == nil {
+		t.Error("Tune took a grace under the floor")
+	}
+	if s.Config().MaxDeletesPerSecond != 50 {
+		t.Errorf("a refused Tune changed the limit to %v", s.Config().MaxDeletesPerSecond)
+	}
+}

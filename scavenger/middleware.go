@@ -13,7 +13,9 @@ import (
 //  1. the shutdown gate: once Shutdown is called, no call starts;
 //  2. the rate limits of Config.MaxStatementsPerSecond and
 //     Config.MaxDeletesPerSecond, whose waits end at Shutdown too;
-//  3. Config.Middleware, in its order: what tests and embedders add
+//  3. Config.YieldToLoad's pacing (yield.go), under the limits so that it
+//     only ever slows the pass below them;
+//  4. Config.Middleware, in its order: what tests and embedders add
 //     (fault injection, tracing), closest to the store so that what they
 //     see is what the database gets.
 //
@@ -25,7 +27,8 @@ func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
 		func(next store.Store) store.Store {
 			return &gateStore{next: next, closing: s.closing, refused: refused}
 		},
-		limit(s.cfg, s.closing),
+		limit(s.tune, s.closing),
+		yieldMiddleware(s.cfg, s.closing),
 	}
 	return store.Chain(s.st, append(mw, s.cfg.Middleware...)...)
 }

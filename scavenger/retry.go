@@ -59,7 +59,8 @@ func (p *pass) timed(ctx context.Context, op string, limit int, f func(size int)
 }
 
 func (p *pass) attempt(ctx context.Context, op string, batched bool, f func() (size int, err error)) error {
-	wait := p.cfg.RetryInitial
+	// The budget is read as the retries go: Tune may change it.
+	wait, _, _ := p.tune.retry()
 	start := time.Now()
 	timeouts := 0
 	for {
@@ -78,7 +79,8 @@ func (p *pass) attempt(ctx context.Context, op string, batched bool, f func() (s
 		} else {
 			timeouts = 0
 		}
-		if spent := time.Since(start); spent+wait/2 > p.cfg.RetryFor {
+		_, retryMax, retryFor := p.tune.retry()
+		if spent := time.Since(start); spent+wait/2 > retryFor {
 			return fmt.Errorf("%w: %s: still failing after %s of retries: %w", ErrGaveUp, op, spent.Round(time.Millisecond), err)
 		}
 		p.c.retries.Add(1)
@@ -92,7 +94,7 @@ func (p *pass) attempt(ctx context.Context, op string, batched bool, f func() (s
 			return err
 		case <-t.C:
 		}
-		wait = min(wait*2, p.cfg.RetryMax)
+		wait = min(wait*2, retryMax)
 	}
 }
 

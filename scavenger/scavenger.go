@@ -37,6 +37,9 @@ var errBusy = errors.New("scavenger: a pass is already running")
 type Scavenger struct {
 	st  store.Store
 	cfg Config
+	// tune holds the settings Tune changes; cfg keeps those it was
+	// created with.
+	tune *tunables
 
 	// closing is closed by the first Shutdown: no statement starts after
 	// it, and no pass either.
@@ -56,11 +59,36 @@ type Scavenger struct {
 
 // New returns a Scavenger for st. An invalid cfg is reported by Run.
 func New(st store.Store, cfg Config) *Scavenger {
-	return &Scavenger{st: st, cfg: cfg.WithDefaults(), closing: make(chan struct{})}
+	cfg = cfg.WithDefaults()
+	return &Scavenger{st: st, cfg: cfg, tune: newTunables(cfg), closing: make(chan struct{})}
 }
 
-// Config returns the configuration in effect, defaults filled in.
-func (s *Scavenger) Config() Config { return s.cfg }
+// Config returns the configuration in effect, defaults filled in, with the
+// settings Tune changed.
+func (s *Scavenger) Config() Config {
+	c := s.cfg
+	c.MaxStatementsPerSecond, c.MaxDeletesPerSecond = s.tune.stmts.currentRate(), s.tune.rows.currentRate()
+	c.RetryInitial, c.RetryMax, c.RetryFor = s.tune.retry()
+	return c
+}
+
+// Tune changes the settings that may change during a pass, on the running
+// pass (if any) and the passes after it: the rate limits
+// (MaxDeletesPerSecond, MaxStatementsPerSecond) and the retry budget
+// (RetryInitial, RetryMax, RetryFor). A caller waiting on a limit sees a
+// new one within a tenth of a second; a retry sees the new budget at its
+// next attempt. The other fields of c are ignored: they decide what a pass
+// deletes and how it is laid out, and a pass keeps them to its end (a
+// daemon applies them from its next pass, with a new Scavenger). It is
+// safe to call from any goroutine, at any time. c is checked as Validate
+// does, and nothing changes if it is invalid.
+func (s *Scavenger) Tune(c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	s.tune.set(c.WithDefaults())
+	return nil
+}
 
 // Shutdown stops the running pass gracefully: once it is called no
 // statement starts, the statements in flight may finish until ctx ends, and
@@ -145,7 +173,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	}()
 	defer ex.Stop()
 
-	p := &pass{cfg: s.cfg, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
+	p := &pass{cfg: s.cfg, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st = s.stack(&p.refused)
 	p.rng = s.cfg.Partition.Range()
 	log := s.cfg.Logger
@@ -276,6 +304,8 @@ func (s *Scavenger) closed() bool {
 // pass is the state of one Run.
 type pass struct {
 	cfg Config
+	// tune is what may change during the pass: see Scavenger.Tune.
+	tune *tunables
 	// refused counts the statements the shutdown gate refused.
 	refused atomic.Int64
 	retries retryLog
@@ -348,6 +378,7 @@ func (p *pass) run(ctx context.Context) error {
 			return err
 		}
 	}
+	p.c.listingDone.Store(true)
 	if err := p.ex.Wait(ctx); err != nil {
 		return err
 	}

@@ -36,8 +36,14 @@ type Stats struct {
 	Started time.Time
 	Elapsed time.Duration
 
-	QueuesListed    int64 // queue rows read by the listing
-	QueuesProcessed int64 // queue jobs finished
+	QueuesListed int64 // queue rows read by the listing (in scope)
+	// ListingDone: every queue table in scope has been listed, so
+	// QueuesListed is the pass's total and progress can be estimated.
+	ListingDone bool
+	// QueuesProcessed counts queues whose tasks are done. Inside a page
+	// of queues scanned together, each counts as soon as the scan has
+	// passed it, before the page's empty queues are deleted.
+	QueuesProcessed int64
 	QueuesDeleted   int64 // queue rows deleted (in a dry run: would be)
 	QueuesKept      int64 // deletes refused because range_id changed: a matching host owns the queue
 
@@ -186,6 +192,7 @@ type counters struct {
 	queuesKept, tasksExpiredLeft               atomic.Int64
 	orphansFound, orphansLeft, errors, retries atomic.Int64
 	tasksUnknown, queuesUnknown                atomic.Int64
+	listingDone                                atomic.Bool
 
 	mu       sync.Mutex
 	badRows  []BadRow
@@ -241,6 +248,7 @@ func (c *counters) snapshot() Stats {
 		Retries:          c.retries.Load(),
 		TasksUnknown:     c.tasksUnknown.Load(),
 		QueuesUnknown:    c.queuesUnknown.Load(),
+		ListingDone:      c.listingDone.Load(),
 		Failures:         failures,
 		FailuresByCause:  byCause,
 		BadRows:          bad,

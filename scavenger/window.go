@@ -26,6 +26,10 @@ type windowJob struct {
 	// cut while most rows read are skipped (queues that stop at a live
 	// head), so such queues cost a short read each, as in Temporal.
 	size int
+	// counted is how many of queues are counted as processed: those the
+	// scan has passed and whose deletes ran, so progress moves inside a
+	// page instead of a page at a time.
+	counted int
 }
 
 func (p *pass) newWindowJob(t store.Table, queues []*queueJob) *windowJob {
@@ -107,6 +111,8 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		if err := w.delete(ctx, &plan); err != nil {
 			return w.fail(ctx, "delete tasks", err)
 		}
+		// Rows come in key order: the queues before qi have no rows left.
+		w.processed(w.qi)
 		if len(rows) < batch {
 			return w.finish(ctx)
 		}
@@ -239,10 +245,17 @@ func (w *windowJob) finish(ctx context.Context) executor.Status {
 		// owns them.
 		p.c.queuesKept.Add(int64(len(fences)) - n)
 	}
-	for _, q := range w.queues {
-		q.done()
-	}
+	w.processed(len(w.queues))
 	return executor.Done
+}
+
+// processed counts the window's queues before n as processed, once each.
+// A queue is processed when its tasks are done; its row, if it is left
+// empty and idle, goes in the page's queue delete at the end.
+func (w *windowJob) processed(n int) {
+	for ; w.counted < n; w.counted++ {
+		w.queues[w.counted].done()
+	}
 }
 
 func (w *windowJob) fail(ctx context.Context, op string, err error) executor.Status {

@@ -77,6 +77,9 @@ type DB struct {
 	stmts map[string]*sql.Stmt
 
 	statements atomic.Int64
+	// stmtTimeout is Options.StatementTimeout, changed by
+	// SetStatementTimeout.
+	stmtTimeout atomic.Int64
 	// queueRanges counts batches of queue deletes done as one key range
 	// (MySQL); afterRangeLock, if set, runs once their rows are locked.
 	// Both are for tests.
@@ -183,6 +186,7 @@ func New(ctx context.Context, e Engine, c driver.Connector, opts Options) (*DB, 
 func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn *DSN) (*DB, error) {
 	opts = opts.WithDefaults()
 	s := &DB{dsn: DSN{Engine: e}, opts: opts, stmts: make(map[string]*sql.Stmt), connector: c}
+	s.stmtTimeout.Store(int64(opts.StatementTimeout))
 	if dsn != nil {
 		s.dsn = *dsn
 	}

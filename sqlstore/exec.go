@@ -100,16 +100,25 @@ const startupTimeout = 30 * time.Second
 // withStatement prepares ctx for one store call: it applies the statement
 // timeout.
 func (s *DB) withStatement(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.opts.StatementTimeout > 0 {
-		return context.WithTimeoutCause(ctx, s.opts.StatementTimeout, timeoutCause(s.opts.StatementTimeout))
+	if d := s.StatementTimeout(); d > 0 {
+		return context.WithTimeoutCause(ctx, d, timeoutCause(d))
 	}
 	return ctx, func() {}
 }
 
+// StatementTimeout returns the bound on each statement in effect
+// (Options.StatementTimeout, or what SetStatementTimeout set); 0 is none.
+func (s *DB) StatementTimeout() time.Duration { return time.Duration(s.stmtTimeout.Load()) }
+
+// SetStatementTimeout changes the bound on each statement, from the next
+// statement on; 0 is none. Statements in flight keep theirs. It is safe to
+// call while the store is in use: a daemon's reload calls it.
+func (s *DB) SetStatementTimeout(d time.Duration) { s.stmtTimeout.Store(int64(max(d, 0))) }
+
 // withStartup is withStatement for the start-up statements: bounded by
 // Options.StatementTimeout, or startupTimeout without one.
 func (s *DB) withStartup(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := s.opts.StatementTimeout
+	d := s.StatementTimeout()
 	if d <= 0 {
 		d = startupTimeout
 	}

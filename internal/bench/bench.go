@@ -65,6 +65,11 @@ type Case struct {
 	PastLiveHead bool
 	// Listing also measures the cost of listing pages of queue rows.
 	Listing bool
+	// Journal, if set, is the SQLite journal mode each copy is switched
+	// to before its pass (seeding is in WAL): "delete" is the rollback
+	// journal of Temporal's dev server files. The case runs on SQLite
+	// only.
+	Journal string
 }
 
 // Cases returns every case, at full size.
@@ -75,6 +80,7 @@ func Cases() []Case {
 		{Name: "many-queues", Queues: 100_000, TasksPerQueue: 10, Expired: 1, Layout: seed.ExpiredFirst, Listing: true},
 		{Name: "one-queue", Queues: 1, TasksPerQueue: 1_000_000, Expired: 1, Layout: seed.ExpiredFirst},
 		{Name: "idle-queues", Queues: 1_000_000, TasksPerQueue: 0, Layout: seed.ExpiredFirst, Listing: true},
+		{Name: "rollback-journal", Queues: 300, TasksPerQueue: 1000, Expired: 1, Layout: seed.ExpiredFirst, Journal: "delete"},
 	}
 }
 
@@ -119,14 +125,23 @@ const (
 	PassTemporal     Pass = "temporal"
 	PassPastLiveHead Pass = "default+past-live-head"
 	PassRaw          Pass = "raw"
+	// PassSafeRaw is the safe raw bound: raw plus the range_id fence on
+	// queue deletes and the orphan re-check's walk (RawConfig.Safe).
+	PassSafeRaw Pass = "safe raw"
 )
+
+// rawTxBudget is the write transaction of the raw bounds in the
+// rollback-journal case: several deletes per commit, each transaction
+// open at most about this long, the bound a scavenger beside Temporal's
+// writers must keep.
+const rawTxBudget = 100 * time.Millisecond
 
 // passes lists the passes of c.
 func (c Case) passes() []Pass {
 	if c.PastLiveHead {
-		return []Pass{PassDefault, PassTemporal, PassPastLiveHead, PassRaw}
+		return []Pass{PassDefault, PassTemporal, PassPastLiveHead, PassRaw, PassSafeRaw}
 	}
-	return []Pass{PassDefault, PassTemporal, PassRaw}
+	return []Pass{PassDefault, PassTemporal, PassRaw, PassSafeRaw}
 }
 
 // want is what a pass must leave: the rows of the case minus what the
@@ -398,6 +413,10 @@ func (r *runner) engine(ctx context.Context, e sqlstore.Engine, cases []Case) En
 	}
 	defer srv.close()
 	for _, c := range cases {
+		if c.Journal != "" && e != sqlstore.SQLite {
+			r.logf("%s %s: skipped: a SQLite journal mode", e, c.Name)
+			continue
+		}
 		cr := r.runCase(ctx, srv, c)
 		er.Cases = append(er.Cases, cr)
 		if ctx.Err() != nil {
@@ -455,13 +474,16 @@ func (r *runner) runCase(ctx context.Context, srv server, c Case) (cr CaseReport
 			name := fmt.Sprintf("%s_p%d", base, i)
 			start := time.Now()
 			cdsn, err := srv.copy(ctx, seedName, name)
+			if err == nil && c.Journal != "" {
+				err = setJournal(ctx, cdsn, c.Journal)
+			}
 			copies += time.Since(start)
 			if err != nil {
 				r.drop(srv, name)
 				cr.Err = fmt.Errorf("copy for %s: %w", p, err)
 				return cr
 			}
-			res := r.runPass(ctx, p, cdsn, now)
+			res := r.runPass(ctx, p, cdsn, now, c)
 			if res.Err == nil && !res.TimedOut {
 				res.Left, res.TaskIDSum, res.Err = countRows(ctx, cdsn)
 			}
@@ -539,7 +561,7 @@ func (r *runner) listPageSize(c Case) int {
 }
 
 // runPass runs one pass as a child process on the copy dsn.
-func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time) PassResult {
+func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time, c Case) PassResult {
 	statsFile := filepath.Join(r.o.Dir, "stats-"+r.id+".json")
 	os.Remove(statsFile)
 	defer os.Remove(statsFile)
@@ -551,8 +573,14 @@ func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time)
 		args = append(args, "--compat=temporal")
 	case PassPastLiveHead:
 		args = append(args, "--past-live-head")
-	case PassRaw:
+	case PassRaw, PassSafeRaw:
 		args = []string{"bench", "raw", "--db", dsn, "--now", at, "--stats-json", statsFile}
+		if p == PassSafeRaw {
+			args = append(args, "--safe")
+		}
+		if c.Journal != "" {
+			args = append(args, "--tx-budget", rawTxBudget.String())
+		}
 		if r.o.RawPageSize > 0 {
 			args = append(args, "--page-size", fmt.Sprint(r.o.RawPageSize))
 		}
@@ -621,6 +649,24 @@ func verify(c Case, passes []PassResult) []string {
 		}
 	}
 	return ws
+}
+
+// setJournal switches the SQLite file of dsn to journal mode mode and
+// checks that it took.
+func setJournal(ctx context.Context, dsn, mode string) error {
+	db, _, err := openSQL(ctx, dsn, sqlstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var got string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = "+mode).Scan(&got); err != nil {
+		return fmt.Errorf("journal mode %s: %w", mode, err)
+	}
+	if !strings.EqualFold(got, mode) {
+		return fmt.Errorf("journal mode %s: the file is in %s", mode, got)
+	}
+	return nil
 }
 
 // countRows counts what a copy holds in the v1 task tables.

@@ -72,13 +72,13 @@ func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) {
 		if cr.Err != nil || len(cr.Warnings) > 0 {
 			t.Errorf("%s: err %v, warnings %q", c.Name, cr.Err, cr.Warnings)
 		}
-		want := map[bench.Pass]bench.Rows{bench.PassDefault: {}, bench.PassTemporal: {}, bench.PassRaw: {}}
+		want := map[bench.Pass]bench.Rows{bench.PassDefault: {}, bench.PassTemporal: {}, bench.PassRaw: {}, bench.PassSafeRaw: {}}
 		if c.Name == "live-head" {
 			// One live task at the head of each queue, half the tasks
 			// expired behind it, the rest live.
 			all := bench.Rows{Tasks: c.Tasks(), Queues: int64(c.Queues)}
 			live := bench.Rows{Tasks: c.Tasks() - int64(c.Queues*c.TasksPerQueue/2), Queues: int64(c.Queues)}
-			want = map[bench.Pass]bench.Rows{bench.PassDefault: all, bench.PassTemporal: all, bench.PassPastLiveHead: live, bench.PassRaw: live}
+			want = map[bench.Pass]bench.Rows{bench.PassDefault: all, bench.PassTemporal: all, bench.PassPastLiveHead: live, bench.PassRaw: live, bench.PassSafeRaw: live}
 		}
 		if len(cr.Passes) != len(want) {
 			t.Errorf("%s: %d passes, want %d", c.Name, len(cr.Passes), len(want))
@@ -128,5 +128,55 @@ func TestSmokeServers(t *testing.T) {
 			}
 			smoke(t, e, bench.Options{Scale: 1000, Cases: []string{"live-head"}, Postgres: dsn, MySQL: dsn})
 		})
+	}
+}
+
+// TestLiveLoadSmoke runs the live-load benchmark in its short mode on
+// SQLite: a few hundred samples a phase, every phase. It checks that
+// each phase measured the workload beside a pass that deleted what it
+// must and nothing of the workload's (the rounds' row counts), never how
+// fast anything was.
+func TestLiveLoadSmoke(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The limits are a quarter of a default pass's rate, which on so small
+	// a case (a few dozen statements) makes passes of minutes: they stop at
+	// the pass timeout, with their samples kept.
+	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.SQLite}, Scale: 100, Binary: exe, PassTimeout: 10 * time.Second,
+		Env: append(os.Environ(), childVar+"=1"), Dir: t.TempDir(), Log: logWriter{t}}
+	lo := bench.LiveOptions{MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, Queues: 8, CapacityFor: 500 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.RunLive(ctx, o, lo)
+	if err != nil {
+		t.Fatalf("live load: %v", err)
+	}
+	var out bytes.Buffer
+	bench.PrintLive(&out, rep, true)
+	t.Logf("\n%s", out.String())
+	le := rep.Engines[0]
+	if le.Capacity <= 0 || le.Offered != le.Capacity/2 || len(le.Warnings) > 0 || len(le.Reps) != 1 {
+		t.Fatalf("capacity %.0f, offered %.0f, warnings %q, %d repetitions", le.Capacity, le.Offered, le.Warnings, len(le.Reps))
+	}
+	figs := le.Reps[0]
+	if len(figs) != len(bench.LivePhases()) {
+		t.Fatalf("%d phases measured, want %d", len(figs), len(bench.LivePhases()))
+	}
+	for _, f := range figs {
+		switch {
+		case f.Err != nil:
+			t.Errorf("%s: %v", f.Phase, f.Err)
+		case f.Samples == 0 || f.P50 <= 0 || f.P99 < f.P50 || f.Max < f.P99 || f.Rate <= 0:
+			t.Errorf("%s: %d samples, p50 %s p99 %s max %s, %.0f ops/s", f.Phase, f.Samples, f.P50, f.P99, f.Max, f.Rate)
+		case f.Phase != bench.LiveNone && (!f.Pass.TimedOut && f.Pass.Deleted.Tasks != le.Case.Tasks() || f.Pass.Wall <= 0):
+			t.Errorf("%s: the pass deleted %d tasks in %s, want %d", f.Phase, f.Pass.Deleted.Tasks, f.Pass.Wall, le.Case.Tasks())
+		case f.Phase == bench.LiveNone && f.Pass.Wall != 0:
+			t.Errorf("no pass: a pass ran")
+		}
+	}
+	if !strings.Contains(out.String(), "p99 ÷ no pass") {
+		t.Error("table without the p99 ratio")
 	}
 }

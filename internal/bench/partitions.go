@@ -133,7 +133,7 @@ func round3(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 // runPartitioned runs s.Procs processes at once over the copy dsn.
 func runPartitioned(ctx context.Context, o PartitionOptions, srv *sqlServer, name, dsn string, s PartitionSetup, now time.Time) PartitionResult {
-	res := PartitionResult{Setup: s, LoadBefore: loadAvg()}
+	res := PartitionResult{Setup: s, LoadBefore: loadAvg1m()}
 	sampler := newBackendSampler(srv.admin, name)
 	sctx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
@@ -170,7 +170,7 @@ func runPartitioned(ctx context.Context, o PartitionOptions, srv *sqlServer, nam
 	stopSampling()
 	<-sampled
 	res.BackendCPU = sampler.total()
-	res.LoadAfter = loadAvg()
+	res.LoadAfter = loadAvg1m()
 	res.Err = errors.Join(errs...)
 	for _, st := range stats {
 		res.Deleted += st.TasksDeleted
@@ -266,8 +266,8 @@ func procCPU(pid int) (time.Duration, bool) {
 	return time.Duration(u+k) * time.Second / clockTicks, true
 }
 
-// loadAvg is the 1-minute load average, or -1 where there is none.
-func loadAvg() float64 {
+// loadAvg1m is the 1-minute load average, or -1 where there is none.
+func loadAvg1m() float64 {
 	f, err := os.Open("/proc/loadavg")
 	if err != nil {
 		return -1

@@ -109,11 +109,21 @@ func ratio(cr *CaseReport, p Pass) string {
 		if cr.Case.PastLiveHead {
 			return "stops at the live head, as Temporal"
 		}
-		return f("default÷raw", PassDefault, PassRaw)
+		return both(f("default÷raw", PassDefault, PassRaw), f("÷safe raw", PassDefault, PassSafeRaw))
 	case PassPastLiveHead:
-		return f("past-live-head÷raw", PassPastLiveHead, PassRaw)
+		return both(f("past-live-head÷raw", PassPastLiveHead, PassRaw), f("÷safe raw", PassPastLiveHead, PassSafeRaw))
+	case PassSafeRaw:
+		return f("safe raw÷raw", PassSafeRaw, PassRaw)
 	}
 	return ""
+}
+
+// both joins the ratios that are there.
+func both(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + ", " + b
 }
 
 func printNotes(w io.Writer, er EngineReport, markdown bool) {

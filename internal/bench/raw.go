@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
@@ -33,6 +35,20 @@ type RawConfig struct {
 	// one delete removes at most. Defaults DefaultRawPageSize and
 	// DefaultRawBatchSize.
 	PageSize, BatchSize int
+	// Safe makes it the safe raw bound: the same least work plus what a
+	// scavenger beside a live Temporal must do. Queue rows are deleted
+	// fenced on the range_id read (the store's DeleteQueues, the form the
+	// scavenger uses), and after the deletes the task table's queue ids are
+	// walked once for orphans (the store's ListTaskQueueIDs in pages of
+	// 1,000, as the scavenger's orphan re-check).
+	Safe bool
+	// TxBudget, if positive, runs the deletes in transactions of several
+	// statements, each committed once it has been open this long: the
+	// best safe commit pattern where every commit costs fsyncs (SQLite's
+	// rollback journal). It bounds how long the write lock is held to
+	// about TxBudget plus one statement. Default 0: every statement
+	// commits on its own.
+	TxBudget time.Duration
 }
 
 // RawStats are the counts of a raw pass, with the JSON names of `run
@@ -43,6 +59,7 @@ type RawStats struct {
 	TasksDeleted   int64         `json:"tasks_deleted"`
 	QueuesListed   int64         `json:"queues_listed"`
 	QueuesDeleted  int64         `json:"queues_deleted"`
+	Orphans        int64         `json:"orphans_found"`
 	Elapsed        time.Duration `json:"-"`
 	ElapsedSeconds float64       `json:"elapsed_seconds"`
 }
@@ -86,10 +103,19 @@ func Raw(ctx context.Context, db *sqlstore.DB, cfg RawConfig) (RawStats, error) 
 	}
 	defer h.Close()
 	start := time.Now()
-	p := &rawPass{db: h, engine: db.Engine(), cfg: cfg, nonEmpty: map[string]struct{}{}}
+	p := &rawPass{db: h, store: db, engine: db.Engine(), cfg: cfg, nonEmpty: map[string]struct{}{}}
 	err = p.tasks(ctx)
 	if err == nil {
 		err = p.queues(ctx)
+	}
+	if err == nil {
+		err = p.commit()
+	}
+	if err == nil && cfg.Safe {
+		err = p.orphanWalk(ctx)
+	}
+	if p.tx != nil {
+		p.tx.Rollback()
 	}
 	p.st.Elapsed = time.Since(start)
 	p.st.ElapsedSeconds = p.st.Elapsed.Seconds()
@@ -98,11 +124,124 @@ func Raw(ctx context.Context, db *sqlstore.DB, cfg RawConfig) (RawStats, error) 
 
 type rawPass struct {
 	db     *sql.DB
+	store  *sqlstore.DB // for the safe bound's fenced deletes and orphan walk
 	engine sqlstore.Engine
 	cfg    RawConfig
 	st     RawStats
 	// nonEmpty holds the ids of queue rows that keep a task.
 	nonEmpty map[string]struct{}
+	// tx is the open transaction of TxBudget, begun at txStart.
+	tx      *sql.Tx
+	txStart time.Time
+	// fences are the safe bound's queue rows to delete; pageDone, if
+	// set, runs after each page's deletes (last: the sweep's last page).
+	fences   []store.QueueFence
+	pageDone func(ctx context.Context, last bool) error
+}
+
+// conn is what the pass's statements run on: the open transaction, if
+// any (SQLite has one connection), else the pool.
+func (p *rawPass) conn() interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+} {
+	if p.tx != nil {
+		return p.tx
+	}
+	return p.db
+}
+
+// exec runs a delete, in a transaction of TxBudget if there is one.
+func (p *rawPass) exec(ctx context.Context, q string, args []any) (int64, error) {
+	if p.cfg.TxBudget > 0 && p.tx == nil {
+		tx, err := p.db.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE
+		if err != nil {
+			return 0, err
+		}
+		p.tx, p.txStart = tx, time.Now()
+	}
+	p.st.Statements++
+	res, err := p.conn().ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err == nil && p.tx != nil && time.Since(p.txStart) >= p.cfg.TxBudget {
+		err = p.commit()
+	}
+	return n, err
+}
+
+// commit commits the open transaction, if any.
+func (p *rawPass) commit() error {
+	if p.tx == nil {
+		return nil
+	}
+	tx := p.tx
+	p.tx = nil
+	p.st.Statements++
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("raw: commit: %w", err)
+	}
+	return nil
+}
+
+// flushFences deletes the safe bound's queue rows, fenced on range_id,
+// BatchSize per call of the store.
+func (p *rawPass) flushFences(ctx context.Context) error {
+	if len(p.fences) == 0 {
+		return nil
+	}
+	// The store has a connection of its own: on SQLite it needs the
+	// write lock this pass's transaction holds.
+	if err := p.commit(); err != nil {
+		return err
+	}
+	before := p.store.Stats().Statements
+	n, err := p.store.DeleteQueues(ctx, store.V1, p.fences)
+	p.st.Statements += p.store.Stats().Statements - before
+	p.st.QueuesDeleted += n
+	p.fences = p.fences[:0]
+	if err != nil {
+		return fmt.Errorf("raw: delete queues: %w", err)
+	}
+	return nil
+}
+
+// orphanWalk walks the task table's distinct queue ids, as the
+// scavenger's orphan re-check does, resolving the parents of the ids
+// without a queue row of their own, and counts the orphans it finds (the
+// seeded cases have none; the bound deletes none).
+func (p *rawPass) orphanWalk(ctx context.Context) error {
+	var after *store.QueueKey
+	for {
+		before := p.store.Stats().Statements
+		refs, err := p.store.ListTaskQueueIDs(ctx, store.V1, after, 1000)
+		if err != nil {
+			p.st.Statements += p.store.Stats().Statements - before
+			return fmt.Errorf("raw: orphan walk: %w", err)
+		}
+		for _, r := range refs {
+			if r.HasQueueRow {
+				continue
+			}
+			// A subqueue k > 0, or an orphan: look its parents up, as
+			// the scavenger does.
+			_, orphan, err := scavenger.ResolveParents(ctx, p.store, store.V1, r.QueueKey)
+			if err != nil {
+				p.st.Statements += p.store.Stats().Statements - before
+				return fmt.Errorf("raw: orphan walk: %w", err)
+			}
+			if orphan {
+				p.st.Orphans++
+			}
+		}
+		p.st.Statements += p.store.Stats().Statements - before
+		if len(refs) < 1000 {
+			return nil
+		}
+		after = &refs[len(refs)-1].QueueKey
+	}
 }
 
 // rowKey is a primary key: (range_hash, task_queue_id), and task_id for
@@ -163,22 +302,38 @@ func (p *rawPass) tasks(ctx context.Context) error {
 // queues reads the queue table and deletes the queue rows that are idle
 // and empty.
 func (p *rawPass) queues(ctx context.Context) error {
-	n, err := p.sweep(ctx, "task_queues", queueCols, "data_encoding, data", func(rows *sql.Rows) (keyed, error) {
+	if p.cfg.Safe {
+		// The fenced deletes go after each page is read: on SQLite the
+		// store's connection cannot write while this one reads in
+		// rollback-journal mode.
+		p.pageDone = func(ctx context.Context, last bool) error {
+			if last || len(p.fences) >= p.cfg.BatchSize {
+				return p.flushFences(ctx)
+			}
+			return nil
+		}
+	}
+	n, err := p.sweep(ctx, "task_queues", queueCols, "range_id, data_encoding, data", func(rows *sql.Rows) (keyed, error) {
 		var (
-			k    rowKey
-			enc  string
-			data sql.RawBytes
+			k       rowKey
+			rangeID int64
+			enc     string
+			data    sql.RawBytes
 		)
-		if err := rows.Scan(&k.rangeHash, &k.id, &enc, &data); err != nil {
+		if err := rows.Scan(&k.rangeHash, &k.id, &rangeID, &enc, &data); err != nil {
 			return keyed{}, err
 		}
 		p.st.QueuesListed++
 		info, err := wire.DecodeTaskQueueInfo(enc, data)
 		_, kept := p.nonEmpty[string(k.id)]
 		gone := err == nil && !kept && !info.OtherHasTasks && p.cfg.Now.Sub(info.LastUpdateTime) >= p.cfg.Grace
+		if gone && p.cfg.Safe {
+			p.fences = append(p.fences, store.QueueFence{QueueKey: store.QueueKey{RangeHash: uint32(k.rangeHash), ID: bytes.Clone(k.id)}, RangeID: rangeID})
+			gone = false // deleted fenced, not by key range
+		}
 		return keyed{key: k, gone: gone}, nil
 	})
-	p.st.QueuesDeleted = n
+	p.st.QueuesDeleted += n
 	return err
 }
 
@@ -216,7 +371,16 @@ func (p *rawPass) sweep(ctx context.Context, table string, cols []string, rest s
 				return del.deleted, err
 			}
 		}
-		if len(page) < p.cfg.PageSize {
+		last := len(page) < p.cfg.PageSize
+		if p.pageDone != nil {
+			if err := del.flush(ctx); err != nil {
+				return del.deleted, err
+			}
+			if err := p.pageDone(ctx, last); err != nil {
+				return del.deleted, err
+			}
+		}
+		if last {
 			break
 		}
 		after = &page[len(page)-1].key
@@ -228,7 +392,7 @@ func (p *rawPass) sweep(ctx context.Context, table string, cols []string, rest s
 // query runs a read and calls f for each row.
 func (p *rawPass) query(ctx context.Context, b *sqlBuf, f func(*sql.Rows) error) error {
 	p.st.Statements++
-	rows, err := p.db.QueryContext(ctx, b.String(), b.args...)
+	rows, err := p.conn().QueryContext(ctx, b.String(), b.args...)
 	if err != nil {
 		return err
 	}
@@ -312,14 +476,12 @@ func (s *spans) flush(ctx context.Context) error {
 		b.w(")")
 	}
 	s.runs, s.open, s.rows = s.runs[:0], false, 0
-	s.p.st.Statements++
-	res, err := s.p.db.ExecContext(ctx, b.String(), b.args...)
+	n, err := s.p.exec(ctx, b.String(), b.args)
 	if err != nil {
 		return fmt.Errorf("raw: delete from %s: %w", s.table, err)
 	}
-	n, err := res.RowsAffected()
 	s.deleted += n
-	return err
+	return nil
 }
 
 // sqlBuf builds a statement and its arguments for one engine.

@@ -10,25 +10,28 @@ import (
 	"github.com/tqscavenger/tqscavenger/internal/bench"
 )
 
-// benchPartitionsCmd is `tqscavenger bench partitions`: N processes, each
-// a partition, over one PostgreSQL database (see bench.RunPartitions).
-func benchPartitionsCmd(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "bench partitions", "[flags]")
+// benchPartitionsFlags are bench partitions': N processes, each a
+// partition, over one PostgreSQL database (see bench.RunPartitions).
+func benchPartitionsFlags(g *flagGroups) runFunc {
 	var (
 		o      bench.PartitionOptions
 		setups string
 		quiet  bool
 	)
+	fs := g.Other
 	fs.StringVar(&o.Postgres, "postgres", bench.DefaultPostgres, "PostgreSQL server: databases tqs_bench_* are created there and dropped after")
 	fs.IntVar(&o.Queues, "queues", 2000, "queues seeded")
 	fs.IntVar(&o.Tasks, "tasks", 1000, "expired tasks per queue")
 	fs.StringVar(&setups, "setups", "1x4,2x2,4x1,2x4,4x4", "processes×workers to measure, comma-separated")
 	fs.IntVar(&o.Rounds, "rounds", 2, "rounds; each runs every setup once, so that setups interleave")
 	fs.StringVar(&o.Binary, "binary", "", "tqscavenger executable to run the passes (default: this one)")
-	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
-	if err := parse(fs, args); err != nil {
-		return err
+	g.Output.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	return func(ctx context.Context, inv *invocation) error {
+		return benchPartitionsCmd(ctx, inv.env, o, setups, quiet)
 	}
+}
+
+func benchPartitionsCmd(ctx context.Context, e *env, o bench.PartitionOptions, setups string, quiet bool) error {
 	for _, s := range strings.Split(setups, ",") {
 		p, w, ok := strings.Cut(strings.TrimSpace(s), "x")
 		np, err1 := strconv.Atoi(p)

@@ -6,18 +6,20 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
+	"github.com/tqscavenger/tqscavenger/internal/logattr"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -44,6 +46,10 @@ type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "stopped by " + e.sig.String() }
 
+// Unwrap makes a signal a cancellation: the pass it stops is interrupted
+// (exit status 128+N), not failed.
+func (e signalError) Unwrap() error { return context.Canceled }
+
 // status returns 128 + the signal's number.
 func (e signalError) status() int {
 	if s, ok := e.sig.(syscall.Signal); ok {
@@ -60,9 +66,32 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
+// command is one command of tqscavenger: its flags, registered in their
+// help groups, and what it does once they are parsed and layered.
 type command struct {
 	name, summary string
-	run           func(ctx context.Context, env *env, args []string) error
+	usage         string // what follows the name in help: "--db DSN [flags]"
+	long          string // more help, after the summary
+	// flags registers the command's flags and returns what runs with
+	// them; nil for a command that only groups others.
+	flags func(g *flagGroups) runFunc
+	// noEnv are flags never read from the environment.
+	noEnv []string
+	// args checks the positional arguments; nil allows none.
+	args func(args []string) error
+	subs []command
+}
+
+// runFunc runs a command with its flags parsed and layered.
+type runFunc func(ctx context.Context, inv *invocation) error
+
+// invocation is a command being run: where it writes, its flags and where
+// each value came from.
+type invocation struct {
+	*env
+	fs      *pflag.FlagSet
+	origins map[string]origin
+	args    []string // positional arguments
 }
 
 // env is what a command runs with.
@@ -73,16 +102,26 @@ type env struct {
 
 func commands() []command {
 	return append([]command{
-		{"run", "make one scavenger pass over a database", runCmd},
-		{"report", "read-only inventory of a database, and what each mode would delete", reportCmd},
-		{"demo", "create a demo SQLite database, scavenge it, show before and after", demoCmd},
-		{"seed", "write synthetic Temporal-format queues and tasks", seedCmd},
-		{"schema", "schema setup | schema check: create or inspect Temporal's task tables", schemaCmd},
-		{"bench", "time passes against Temporal's settings and the raw bound on seeded databases", benchCmd},
-		{"serve", "run passes on a schedule, with /metrics, a status page and health checks", serveCmd},
-		{"config", "print the configuration serve would run with, and where each value came from", configCmd},
-		{"version", "print the version, VCS revision and Go version of this build", versionCmd},
-	}, temporalCommands...)
+		{name: "run", summary: "make one scavenger pass over a database", usage: "--db DSN [flags]", flags: runFlags},
+		{name: "report", summary: "read-only inventory of a database, and what each mode would delete", usage: "--db DSN [flags]", flags: reportFlags},
+		{name: "demo", summary: "create a demo SQLite database, scavenge it, show before and after", usage: "[--db PATH]", flags: demoFlags, noEnv: []string{"db"}},
+		// Never from TQSCAVENGER_DB: with the production DSN exported for
+		// run and serve, seed would write synthetic queues into production.
+		{name: "seed", summary: "write synthetic Temporal-format queues and tasks", usage: "--db DSN [flags]", flags: seedFlags, noEnv: []string{"db"}},
+		{name: "schema", summary: "schema setup | schema check: create or inspect Temporal's task tables", usage: "setup|check --db DSN", subs: []command{
+			{name: "setup", summary: "create Temporal's task tables (those missing)", usage: "--db DSN [flags]", flags: schemaFlags("setup")},
+			{name: "check", summary: "check that tqscavenger can scavenge a database", usage: "--db DSN [flags]", flags: schemaFlags("check")},
+		}},
+		{name: "bench", summary: "time passes against Temporal's settings and the raw bound on seeded databases", usage: "[flags]", flags: benchFlags, subs: []command{
+			{name: "raw", summary: "the raw bound's pass alone", usage: "--db DSN [flags]", flags: benchRawFlags},
+			{name: "measure", summary: "run a command, write its time and peak RSS", usage: "--result FILE -- COMMAND [ARG…]", flags: benchMeasureFlags, args: func([]string) error { return nil }},
+			{name: "partitions", summary: "time N processes, each a partition, over one PostgreSQL database", usage: "[flags]", flags: benchPartitionsFlags},
+		}},
+		{name: "serve", summary: "run passes on a schedule, with /metrics, a status page and health checks", usage: "--db DSN [flags]", flags: serveCmdFlags,
+			long: "SIGHUP re-reads the --config file and applies the new settings; see `config`."},
+		{name: "config", summary: "print the configuration serve would run with, and where each value came from", usage: "[serve flags]", flags: configCmdFlags},
+		{name: "version", summary: "print the version, VCS revision and Go version of this build", usage: "", flags: func(*flagGroups) runFunc { return versionCmd }},
+	}, temporalCommands()...)
 }
 
 // Main runs the command line args and returns the exit status.
@@ -90,40 +129,216 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "--version" {
 		args[0] = "version"
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return ExitUsage
-		}
-		return ExitOK
-	}
-	var cmd *command
-	for _, c := range commands() {
-		if c.name == args[0] {
-			cmd = &c
-			break
-		}
-	}
-	if cmd == nil {
-		fmt.Fprintf(stderr, "tqscavenger: unknown command %q: run `tqscavenger help` for the list\n", args[0])
-		return ExitUsage
-	}
+	e := &env{stdout: stdout, stderr: stderr}
 	ctx, stop := signalContext()
 	defer stop()
-	e := &env{stdout: stdout, stderr: stderr}
-	err := cmd.run(ctx, e, args[1:])
+	root := newRoot(ctx, e)
+	if len(args) == 0 {
+		writeHelp(stdout, root)
+		return ExitUsage
+	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	found, _, err := root.Find(args)
+	if !strings.HasPrefix(args[0], "__complete") && (err != nil || (found == root && !strings.HasPrefix(args[0], "-"))) {
+		hint := ""
+		if s := root.SuggestionsFor(args[0]); len(s) > 0 {
+			// The nearest, not cobra's first in the list's order.
+			slices.SortStableFunc(s, func(a, b string) int { return levenshtein(args[0], a) - levenshtein(args[0], b) })
+			hint = fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+		fmt.Fprintf(stderr, "tqscavenger: unknown command %q%s: run `tqscavenger help` for the list\n", args[0], hint)
+		return ExitUsage
+	}
+	root.SetArgs(longFlags(found, args))
+	cmd, err := root.ExecuteC()
+	name := strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
 	var sig signalError
 	switch {
 	case err == nil:
 		return e.exit
-	case errors.Is(err, flag.ErrHelp):
-		return ExitOK
 	case errors.As(context.Cause(ctx), &sig) && (errors.Is(err, context.Canceled) || errors.Is(err, scavenger.ErrShutdown)):
-		fmt.Fprintf(stderr, "tqscavenger %s: interrupted (%s)\n", cmd.name, sig.sig)
+		fmt.Fprintf(stderr, "tqscavenger %s: interrupted (%s)\n", name, sig.sig)
 		return sig.status()
 	}
-	fmt.Fprintf(stderr, "tqscavenger %s: %s\n", cmd.name, oneLine(advise(err)))
+	if cmd == root {
+		fmt.Fprintf(stderr, "tqscavenger: %s\n", oneLine(err))
+		return ExitUsage
+	}
+	fmt.Fprintf(stderr, "tqscavenger %s: %s\n", name, oneLine(advise(err)))
 	return exitStatus(err)
+}
+
+// longFlags returns args with each -name written --name, where name is a
+// long flag of cmd: the standard flag package took both, and scripts may
+// still use the single dash.
+func longFlags(cmd *cobra.Command, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if len(name) > 1 && (name == "help" || cmd.Flags().Lookup(name) != nil) {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// newRoot builds the command tree on spf13/cobra: help, completion
+// (`tqscavenger completion bash|zsh|fish|powershell`) and suggestions for
+// mistyped commands come with it.
+func newRoot(ctx context.Context, e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tqscavenger",
+		Short:         "deletes expired tasks and idle, empty task queues from Temporal's SQL task tables",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noArgs,
+		// cobra's default of 2 edits, set here since only its own
+		// unknown-command error would set it.
+		SuggestionsMinimumDistance: 2,
+	}
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
+	root.SetUsageFunc(func(c *cobra.Command) error { writeHelp(c.OutOrStderr(), c); return nil })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		unknown := ""
+		if _, name, ok := strings.Cut(err.Error(), "unknown flag: "); ok {
+			unknown = name
+		}
+		return usagef("%v%s (see tqscavenger %s -h)", err, flagSuggestion(c.Flags(), unknown), strings.TrimPrefix(c.CommandPath(), "tqscavenger "))
+	})
+	root.CompletionOptions.HiddenDefaultCmd = false
+	for _, c := range commands() {
+		root.AddCommand(c.cobra(ctx, e, ""))
+	}
+	return root
+}
+
+// cobra returns c as a cobra command; parent is the name of the command
+// c is a sub-command of, or "".
+func (c command) cobra(ctx context.Context, e *env, parent string) *cobra.Command {
+	cc := &cobra.Command{
+		Use:   strings.TrimSpace(c.name + " " + c.usage),
+		Short: c.summary,
+		Long:  c.long,
+		Args: func(_ *cobra.Command, args []string) error {
+			if c.args != nil {
+				return c.args(args)
+			}
+			return noArgs(nil, args)
+		},
+	}
+	fs := cc.Flags()
+	if parent != "" {
+		// The full name, as errors and the config file's sections
+		// (sectionOf) name the command: "schedule create".
+		fs.Init(parent+" "+c.name, pflag.ContinueOnError)
+	}
+	fs.SortFlags = false
+	fs.SetNormalizeFunc(normalizeFlag)
+	var run runFunc
+	if c.flags != nil {
+		g := newFlagGroups(fs)
+		run = c.flags(g)
+		g.done()
+		addCompletions(cc)
+	}
+	cc.RunE = func(cmd *cobra.Command, args []string) error {
+		if run == nil {
+			return usagef("use one of: %s (see tqscavenger %s -h)", subNames(c.subs), c.name)
+		}
+		warnAliases(e.stderr, strings.TrimPrefix(cmd.CommandPath(), "tqscavenger "), fs)
+		o, err := layer(fs, c.noEnv...)
+		if err != nil {
+			return err
+		}
+		inv := &invocation{env: e, fs: fs, origins: o, args: args}
+		return run(ctx, inv)
+	}
+	for _, s := range c.subs {
+		cc.AddCommand(s.cobra(ctx, e, c.name))
+	}
+	return cc
+}
+
+func subNames(subs []command) string {
+	var names []string
+	for _, s := range subs {
+		names = append(names, "`"+s.name+"`")
+	}
+	return joinOr(names)
+}
+
+func joinOr(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// noArgs refuses positional arguments.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q (flags go before it? see -h)", args[0])
+	}
+	return nil
+}
+
+// enumValues are the values of the flags that take one of a few, for
+// shell completion.
+var enumValues = map[string][]string{
+	"compat": {"temporal"}, "tables": {"v1", "v2", "all"}, "orphans": {"expired", "all", "none"},
+	"log-level": {"debug", "info", "warn", "error"}, "log-format": {"text", "json"},
+	"progress": {"auto", "always", "never"}, "output": {"text", "json"},
+	"layout": {"expired-first", "live-first", "shuffled"}, "plugin": {"postgres12", "postgres12_pgx", "mysql8", "sqlite"},
+}
+
+func addCompletions(cc *cobra.Command) {
+	cc.Flags().VisitAll(func(f *pflag.Flag) {
+		if vals, ok := enumValues[f.Name]; ok && aliasOf(f) == "" {
+			_ = cc.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp))
+		}
+	})
+}
+
+// writeHelp writes the help of c: its usage, summary and flags by group,
+// each default once.
+func writeHelp(w io.Writer, c *cobra.Command) {
+	if !c.HasParent() {
+		usage(w, c)
+		return
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s", c.UseLine(), c.Short)
+	if c.Long != "" {
+		fmt.Fprintf(w, "\n%s", c.Long)
+	}
+	fmt.Fprintln(w)
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintln(w, "\nCommands:")
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() {
+				fmt.Fprintf(w, "  %-10s %s\n", s.Name(), s.Short)
+			}
+		}
+	}
+	writeFlagHelp(w, c.Flags())
+	if c.Flags().Lookup("config") != nil {
+		fmt.Fprintln(w, "\nSettings: flag > TQSCAVENGER_* environment > --config FILE > default. Each flag is also read from")
+		fmt.Fprintln(w, "TQSCAVENGER_ and its name in upper case, '-' as '_' (--dry-run: TQSCAVENGER_DRY_RUN).")
+	} else if c.Flags().Lookup("db") != nil || c.Flags().Lookup("temporal-address") != nil {
+		fmt.Fprintln(w, "\nEach flag is also read from TQSCAVENGER_ and its name in upper case, '-' as '_'.")
+	}
+	if c.Flags().Lookup("temporal-address") != nil {
+		fmt.Fprintln(w, "The --temporal-* flags are also read from the temporal CLI's TEMPORAL_* variables, after TQSCAVENGER_*.")
+	}
+	writeWrapped(w, "", exitStatusHelp, 100)
 }
 
 // signalContext returns a context that ends, with a signalError as its
@@ -206,75 +421,28 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }
 
-func usage(w io.Writer) {
+func usage(w io.Writer, root *cobra.Command) {
 	fmt.Fprintln(w, "tqscavenger: deletes expired tasks and idle, empty task queues from Temporal's SQL task tables.")
 	fmt.Fprintln(w, "\nUsage: tqscavenger COMMAND [flags]   (tqscavenger COMMAND -h for its flags)")
 	fmt.Fprintln(w, "\nCommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	for _, c := range root.Commands() {
+		if c.IsAvailableCommand() {
+			fmt.Fprintf(w, "  %-10s %s\n", c.Name(), c.Short)
+		}
 	}
 	fmt.Fprintln(w, "\nDatabases: --db postgres://user:pass@host:5432/db | mysql://user:pass@host:3306/db | sqlite:PATH | PATH")
 	fmt.Fprintln(w, "           or the environment variable TQSCAVENGER_DB; or --temporal-config FILE (a Temporal server's")
 	fmt.Fprintln(w, "           config); or temporal-sql-tool's --endpoint, --port, --user, --database, --plugin (or SQL_*).")
 	fmt.Fprintln(w, "           TLS: --tls-ca-file, --tls-cert-file, --tls-key-file, --tls-server-name (or SQL_TLS_*).")
-	fmt.Fprintln(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (serve, run) > default.")
-	fmt.Fprintln(w, exitStatusHelp)
-}
-
-// newFlags returns a flag set whose errors go to stderr and return an
-// error (exit status 2), never exit the process.
-func newFlags(e *env, name, args string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: tqscavenger %s %s\n\nFlags (each also from the environment as TQSCAVENGER_NAME):\n", name, args)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses args (an alias such as --ep as its flag) and fills every
-// flag not given from the environment (TQSCAVENGER_ + the flag name in
-// upper case, '-' as '_', or temporal-sql-tool's SQL_* name of the
-// setting: see envLookup), except the flags named in noEnv, then, for a
-// command with --config, every flag still unset from the config file.
-func parse(fs *flag.FlagSet, args []string, noEnv ...string) error {
-	if err := fs.Parse(canonicalArgs(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var withConfig []string
+	for _, c := range root.Commands() {
+		if c.Flags().Lookup("config") != nil || (c.HasSubCommands() && slices.ContainsFunc(c.Commands(), func(s *cobra.Command) bool { return s.Flags().Lookup("config") != nil })) {
+			withConfig = append(withConfig, c.Name())
 		}
-		return usageError{err}
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (flags go before it? see -h)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var errs []string
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || slices.Contains(noEnv, f.Name) {
-			return
-		}
-		name, v, ok, err := envLookup(f.Name)
-		if err != nil {
-			errs = append(errs, err.Error())
-			return
-		}
-		if ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				shown := v
-				if secretFlags[f.Name] {
-					shown = "xxxxx"
-				}
-				errs = append(errs, fmt.Sprintf("%s=%q: %v", name, shown, err))
-			}
-		}
-	})
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return usagef("bad environment variable %s", strings.Join(errs, "; "))
-	}
-	return applyConfigFile(fs)
+	fmt.Fprintf(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (%s) > default.\n", strings.Join(withConfig, ", "))
+	fmt.Fprintln(w, "Shell completion: tqscavenger completion bash|zsh|fish|powershell (see its -h).")
+	writeWrapped(w, "", exitStatusHelp, 100)
 }
 
 func envName(flagName string) string {
@@ -284,23 +452,43 @@ func envName(flagName string) string {
 // logFlags are the logging flags every command shares.
 type logFlags struct {
 	level, format string
+	// live, if set, is the level of the logger: serve sets it again at a
+	// reload.
+	live *slog.LevelVar
 }
 
-func (l *logFlags) register(fs *flag.FlagSet) {
+func (l *logFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
 }
 
-func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+// parseLevel returns the level --log-level names.
+func (l *logFlags) parseLevel() (slog.Level, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(l.level)); err != nil {
-		return nil, usagef("--log-level %q: use debug, info, warn or error", l.level)
+		return lv, usagef("--log-level %q: use debug, info, warn or error", l.level)
+	}
+	return lv, nil
+}
+
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	lv, err := l.parseLevel()
+	if err != nil {
+		return nil, err
 	}
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redactAttr}
+	if l.live != nil {
+		l.live.Set(lv)
+		opts.Level = l.live
+	}
 	switch l.format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		// Durations as seconds, lists as arrays: typed for log pipelines.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			return logattr.JSON(groups, redactAttr(groups, a))
+		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format %q: use text or json", l.format)
@@ -324,11 +512,7 @@ func open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB,
 }
 
 // versionCmd prints the build.
-func versionCmd(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "version", "")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, buildinfo.Read())
+func versionCmd(_ context.Context, inv *invocation) error {
+	fmt.Fprintln(inv.stdout, buildinfo.Read())
 	return nil
 }

@@ -2,16 +2,15 @@ package cli
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
@@ -36,74 +35,142 @@ func writeFile(t *testing.T, text string) string {
 	return p
 }
 
+// parseServe parses args as serve's command line and layers the
+// environment and the config file under them.
+func parseServe(args []string) (*serveSettings, error) {
+	ss := newServeSettings()
+	if err := ss.fs.Parse(args); err != nil {
+		return nil, usageError{err}
+	}
+	o, err := layer(ss.fs)
+	ss.origins = o
+	return ss, err
+}
+
 // values returns a value for each layer that a flag accepts, each
 // different from the layer below.
-func values(f *flag.Flag) (file, env, cmd string) {
-	if isBoolFlag(f) {
+func values(f *pflag.Flag) (file, env, cmd string) {
+	switch f.Value.Type() {
+	case "bool":
 		// Each layer flips the one below: false, true, false, true.
 		return "true", "false", "true"
-	}
-	if _, err := strconv.Atoi(f.DefValue); err == nil {
+	case "int", "float64":
 		return "11", "12", "13"
-	}
-	if _, err := time.ParseDuration(f.DefValue); err == nil {
+	case "duration":
 		return "11s", "12s", "13s"
 	}
 	return "from-file", "from-env", "from-flag"
 }
 
+// commandFlagSets returns, by name ("serve", "schedule create"), a
+// function that makes the flag set of each command, sub-commands
+// included, as the command line has it.
+func commandFlagSets() map[string]func() *pflag.FlagSet {
+	out := map[string]func() *pflag.FlagSet{}
+	var walk func(prefix string, cs []command)
+	walk = func(prefix string, cs []command) {
+		for _, c := range cs {
+			name := strings.TrimSpace(prefix + " " + c.name)
+			if c.flags != nil {
+				out[name] = func() *pflag.FlagSet {
+					fs := newFlagSet(name)
+					g := newFlagGroups(fs)
+					c.flags(g)
+					g.done()
+					return fs
+				}
+			}
+			walk(name, c.subs)
+		}
+	}
+	walk("", commands())
+	return out
+}
+
 // TestPrecedenceEveryFlag checks flag > env > file > default for every
-// flag of serve (the scavenger knobs are run's too, through the same
-// parse).
+// flag of every command that reads a config file: serve, run, and (in a
+// build with them) worker and schedule create and update.
 func TestPrecedenceEveryFlag(t *testing.T) {
 	clearEnv(t)
-	e := &env{stdout: io.Discard, stderr: io.Discard}
-	var names []string
-	newServeSettings(e, "serve", "").fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "config" {
-			names = append(names, f.Name)
+	clearTemporalEnv(t)
+	tested := 0
+	for cmd, newFS := range commandFlagSets() {
+		if newFS().Lookup("config") == nil {
+			continue
 		}
-	})
-	if len(names) < 25 {
-		t.Fatalf("only %d flags: %v", len(names), names)
-	}
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			f := newServeSettings(e, "serve", "").fs.Lookup(name)
-			fileV, envV, cmdV := values(f)
-			file := writeFile(t, fmt.Sprintf("%s: %q\n", name, fileV))
-			cases := []struct {
-				what string
-				env  bool
-				args []string
-				want string
-			}{
-				{"default", false, nil, f.DefValue},
-				{"file over default", false, []string{"--config", file}, fileV},
-				{"env over file", true, []string{"--config", file}, envV},
-				{"flag over env", true, []string{"--config", file, "--" + name + "=" + cmdV}, cmdV},
+		tested++
+		t.Run(strings.ReplaceAll(cmd, " ", "_"), func(t *testing.T) {
+			var names []string
+			newFS().VisitAll(func(f *pflag.Flag) {
+				if f.Name != "config" && f.Name != "help" && aliasOf(f) == "" {
+					names = append(names, f.Name)
+				}
+			})
+			if len(names) < 10 {
+				t.Fatalf("only %d flags: %v", len(names), names)
 			}
-			for _, c := range cases {
-				if c.env {
-					t.Setenv(envName(name), envV)
-				} else {
-					os.Unsetenv(envName(name))
-				}
-				fs := newServeSettings(e, "serve", "").fs
-				if err := parse(fs, c.args); err != nil {
-					t.Fatalf("%s: %v", c.what, err)
-				}
-				if got := fs.Lookup(name).Value.String(); got != c.want {
-					t.Errorf("%s: --%s = %q, want %q", c.what, name, got, c.want)
-				}
+			for _, name := range names {
+				t.Run(name, func(t *testing.T) { testPrecedence(t, newFS, name) })
 			}
 		})
+	}
+	if tested < 2 {
+		t.Fatalf("%d commands with --config, want serve and run at least", tested)
+	}
+}
+
+// testPrecedence checks flag > env > file > default for the flag name
+// of the flag sets newFS makes.
+func testPrecedence(t *testing.T, newFS func() *pflag.FlagSet, name string) {
+	f := newFS().Lookup(name)
+	fileV, envV, cmdV := values(f)
+	file := writeFile(t, fmt.Sprintf("%s: %q\n", name, fileV))
+	cases := []struct {
+		what string
+		env  bool
+		args []string
+		want string
+	}{
+		{"default", false, nil, f.DefValue},
+		{"file over default", false, []string{"--config", file}, fileV},
+		{"env over file", true, []string{"--config", file}, envV},
+		{"flag over env", true, []string{"--config", file, "--" + name + "=" + cmdV}, cmdV},
+	}
+	for _, c := range cases {
+		if c.env {
+			t.Setenv(envName(name), envV)
+		} else {
+			os.Unsetenv(envName(name))
+		}
+		fs := newFS()
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		o, err := layer(fs)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if got := fs.Lookup(name).Value.String(); got != c.want {
+			t.Errorf("%s: --%s = %q, want %q", c.what, name, got, c.want)
+		}
+		if wantLayer := map[string]string{"default": fromDefault, "file over default": fromFile, "env over file": fromEnv, "flag over env": fromFlag}[c.what]; o[name].layer != wantLayer {
+			t.Errorf("%s: --%s came from %q, want %q", c.what, name, o[name].layer, wantLayer)
+		}
+	}
+}
+
+// clearTemporalEnv unsets the temporal CLI's variables for the test.
+func clearTemporalEnv(t *testing.T) {
+	for _, vars := range temporalEnv {
+		for _, v := range vars {
+			t.Setenv(v, "") // restores it after the test
+			os.Unsetenv(v)
+		}
 	}
 }
 
 func TestConfigFileSections(t *testing.T) {
 	clearEnv(t)
-	e := &env{stdout: io.Discard, stderr: io.Discard}
 	file := writeFile(t, `
 workers: 4
 log_level: debug        # '_' stands for '-'
@@ -114,8 +181,8 @@ serve:
 run:
   progress: never       # run's; serve skips this section
 `)
-	ss := newServeSettings(e, "serve", "")
-	if err := parse(ss.fs, []string{"--config", file}); err != nil {
+	ss, err := parseServe([]string{"--config", file})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ss.sf.workers != 8 || ss.lf.level != "debug" || ss.df.every != time.Hour || ss.sf.protect.String() != "a-,b-" {
@@ -130,12 +197,12 @@ run:
 		{"workers:\n", "no value"},
 		{"- a\n- b\n", "not a YAML mapping"},
 	} {
-		err := parse(newServeSettings(e, "serve", "").fs, []string{"--config", writeFile(t, c.file)})
+		_, err := parseServe([]string{"--config", writeFile(t, c.file)})
 		if err == nil || !strings.Contains(err.Error(), c.want) || exitStatus(err) != ExitUsage {
 			t.Errorf("config %q: error %v, want a usage error containing %q", c.file, err, c.want)
 		}
 	}
-	if err := parse(newServeSettings(e, "serve", "").fs, []string{"--config", "/nonexistent.yaml"}); err == nil || exitStatus(err) != ExitUsage {
+	if _, err := parseServe([]string{"--config", "/nonexistent.yaml"}); err == nil || exitStatus(err) != ExitUsage {
 		t.Errorf("missing config file: %v", err)
 	}
 }
@@ -176,34 +243,39 @@ func TestRunReadsConfigFile(t *testing.T) {
 }
 
 // TestConfigCommand: config prints the effective settings with their
-// sources and the password masked, as a file that reads back the same.
+// sources, a password never, as a file that --config reads back the same.
 func TestConfigCommand(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	clearEnv(t)
-	file := writeFile(t, "db: postgres://tq:s3cret@db:5432/temporal\nworkers: 4\nserve:\n  every: 6h\n")
+	dsn := "postgres://tq:s3cret@db:5432/temporal"
+	file := writeFile(t, "db: "+dsn+"\nworkers: 4\nserve:\n  every: 6h\n")
 	t.Setenv("TQSCAVENGER_WORKERS", "6")
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"config", "--config", file, "--grace", "72h"}, &out, &errOut); code != 0 {
 		t.Fatalf("config: exit %d: %s", code, errOut.String())
 	}
 	text := out.String()
-	if strings.Contains(text, "s3cret") {
-		t.Errorf("config printed the password:\n%s", text)
+	if strings.Contains(text, "s3cret") || strings.Contains(text, "xxxxx") {
+		t.Errorf("config printed the password, or its mask as a value:\n%s", text)
 	}
 	for _, want := range []string{
-		`db: "postgres://tq:xxxxx@db:5432/temporal"  # file`,
-		"workers: 6  # env",
-		"every: 6h0m0s  # file",
-		"grace: 72h0m0s  # flag",
+		"#   db is a secret, not written (from db in " + file + ")",
+		"workers: 6  # env TQSCAVENGER_WORKERS",
+		"every: 6h  # file every in " + file,
+		"grace: 72h  # flag --grace",
 		fmt.Sprintf("# task-batch-size: %d  (default)", scavenger.Config{}.WithDefaults().TaskBatchSize),
 		`# listen: "127.0.0.1:9464"  (default)`,
+		"# tables: all  (default)",
+		`# cron: ""  (default)`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("config output lacks %q:\n%s", want, text)
 		}
 	}
-	// Read back, the output pins the same values.
+	// Read back (the DSN from the environment, where a password belongs),
+	// the output pins the same values.
 	os.Unsetenv("TQSCAVENGER_WORKERS")
+	t.Setenv("TQSCAVENGER_DB", dsn)
 	var again bytes.Buffer
 	if code := Main([]string{"config", "--config", writeFile(t, text)}, &again, &errOut); code != 0 {
 		t.Fatalf("config of its own output: exit %d: %s", code, errOut.String())
@@ -217,7 +289,7 @@ func TestConfigCommand(t *testing.T) {
 		}
 		return out
 	}
-	if a, b := pinned(text), pinned(again.String()); strings.Join(a, "\n") != strings.Join(b, "\n") {
+	if a, b := pinned(text), pinned(again.String()); strings.Join(a, "\n") != strings.Join(b, "\n") || len(a) != 3 {
 		t.Errorf("read back differs:\n%v\n%v", a, b)
 	}
 
@@ -226,6 +298,92 @@ func TestConfigCommand(t *testing.T) {
 	}
 	if code := Main([]string{"config", "--jitter", "150%"}, io.Discard, io.Discard); code != ExitUsage {
 		t.Errorf("--jitter 150%%: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+// uncommentDefaults returns config's output with every default line
+// ("# key: value  (default)") made a key.
+func uncommentDefaults(text string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutSuffix(l, "  (default)"); ok && strings.HasPrefix(v, "# ") {
+			l = strings.TrimPrefix(v, "# ")
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// TestConfigFeedsServe: config's output, fed back to serve as its
+// --config with every default uncommented too, starts serve with the
+// same effective settings: the same values, the same scavenger
+// configuration, schedule and jitter. For the default mode, Temporal's
+// mode and a cron schedule, with TLS implied by a CA file.
+func TestConfigFeedsServe(t *testing.T) {
+	clearEnv(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	for _, c := range []struct{ name, file string }{
+		{"defaults", "db: " + db + "\n"},
+		{"tuned", "db: " + db + "\nworkers: 7\ngrace: 72h\nprotect: [a-, b-]\nmax-deletes-per-second: 250.5\nstatement-timeout: 9s\nserve:\n  every: 6h\n  jitter: 5m\n"},
+		{"temporal, cron", "db: " + db + "\ncompat: temporal\ncron: \"0 */6 * * *\"\nlog-level: debug\nnamespace: 8f1c2b4e-5a3d-4e6f-9a1b-2c3d4e5f6a7b\n"},
+		{"tls implied", "db: postgres://u@db:5432/temporal\ntls-ca-file: /ca.pem\norphans: none\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first, err := parseServe([]string{"--config", writeFile(t, c.file), "--history", "7"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := first.resolve(io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := configCmd(&out, first); err != nil {
+				t.Fatal(err)
+			}
+			for _, text := range []string{out.String(), uncommentDefaults(out.String())} {
+				again, err := parseServe([]string{"--config", writeFile(t, text)})
+				if err != nil {
+					t.Fatalf("serve --config refuses config's output: %v\n%s", err, text)
+				}
+				got, err := again.resolve(io.Discard)
+				if err != nil {
+					t.Fatalf("serve --config refuses config's output: %v\n%s", err, text)
+				}
+				sameResolved(t, want, got)
+			}
+		})
+	}
+}
+
+// sameResolved fails t unless a and b are the same configuration.
+func sameResolved(t *testing.T, a, b resolved) {
+	t.Helper()
+	values := func(r resolved) map[string]string {
+		m := map[string]string{}
+		for _, s := range r.settings {
+			if s.Name != "config" {
+				m[s.Name] = s.Value
+			}
+		}
+		return m
+	}
+	va, vb := values(a), values(b)
+	for k, v := range va {
+		if vb[k] != v {
+			t.Errorf("setting %s: %q, read back %q", k, v, vb[k])
+		}
+	}
+	pass := func(c scavenger.Config) scavenger.Config {
+		c = c.WithDefaults()
+		c.Now, c.Logger = nil, nil
+		return c
+	}
+	if pa, pb := pass(a.cfg), pass(b.cfg); fmt.Sprintf("%+v", pa) != fmt.Sprintf("%+v", pb) {
+		t.Errorf("pass configuration:\n%+v\nread back:\n%+v", pa, pb)
+	}
+	if a.sched.String() != b.sched.String() || a.jitter != b.jitter || a.level != b.level {
+		t.Errorf("schedule %s, jitter %s, level %s; read back %s, %s, %s", a.sched, a.jitter, a.level, b.sched, b.jitter, b.level)
 	}
 }
 

@@ -6,11 +6,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tqscavenger/tqscavenger/internal/connect"
 	"github.com/tqscavenger/tqscavenger/internal/temporalconfig"
@@ -60,14 +61,10 @@ var sqlToolEnv = map[string]string{
 	"tls-disable-host-verification": "SQL_TLS_DISABLE_HOST_VERIFICATION",
 }
 
-// flagAliases are other names of flags on the command line:
-// temporal-sql-tool's --ep.
-var flagAliases = map[string]string{"ep": "endpoint"}
-
 // secretFlags are flags whose values are never shown.
 var secretFlags = map[string]bool{"password": true, "tls-key-data": true}
 
-func (c *connFlags) register(fs *flag.FlagSet) {
+func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.db, "db", "", "database DSN: postgres://…, mysql://…, sqlite:PATH or a file path (or --temporal-config, or temporal-sql-tool's --endpoint, --user, …)")
 	fs.StringVar(&c.temporalConfig, "temporal-config", "", "a Temporal server config file (YAML): connect as Temporal does to its SQL datastore")
 	fs.StringVar(&c.temporalStore, "temporal-store", "", "the datastore of --temporal-config (default its persistence.defaultStore)")
@@ -91,7 +88,7 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 
 // given are the flags of names set to a value (not empty, 0 or false)
 // by some layer, each as where it came from.
-func given(fs *flag.FlagSet, o map[string]origin, names []string) []string {
+func given(fs *pflag.FlagSet, o map[string]origin, names []string) []string {
 	var out []string
 	for _, n := range names {
 		f := fs.Lookup(n)
@@ -114,13 +111,9 @@ const (
 	fromSQLTool
 )
 
-// check checks, after parse(fs, args), that exactly one source names the
+// check checks, after layer, that exactly one source names the
 // database, and that TLS flags go with it; it reads no file.
-func (c *connFlags) check(fs *flag.FlagSet, args []string) (source, error) {
-	o, err := origins(fs, args)
-	if err != nil {
-		return 0, err
-	}
+func (c *connFlags) check(fs *pflag.FlagSet, o map[string]origin) (source, error) {
 	var found []string
 	var kinds []source
 	for _, s := range []struct {
@@ -179,11 +172,11 @@ func (c *connFlags) tlsSettings() *sqlstore.TLS {
 	return t
 }
 
-// target returns the database the flags name, after parse(fs, args).
+// target returns the database the flags name, after layer.
 // Without password it runs no passwordCommand of a Temporal config, and
 // leaves the password out: for a command that only checks the settings.
-func (c *connFlags) target(ctx context.Context, fs *flag.FlagSet, args []string, password bool) (connect.Target, error) {
-	src, err := c.check(fs, args)
+func (c *connFlags) target(ctx context.Context, fs *pflag.FlagSet, o map[string]origin, password bool) (connect.Target, error) {
+	src, err := c.check(fs, o)
 	if err != nil {
 		return connect.Target{}, err
 	}
@@ -223,10 +216,10 @@ func (c *connFlags) temporal(ctx context.Context, password bool) (connect.Target
 	return connect.Temporal(s, pw)
 }
 
-// open opens the database the flags name, after parse(fs, args); warn
-// gets the warnings of its source.
-func (c *connFlags) open(ctx context.Context, fs *flag.FlagSet, args []string, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, error) {
-	t, err := c.target(ctx, fs, args, true)
+// open opens the database the flags name, after layer; warn gets the
+// warnings of its source.
+func (c *connFlags) open(ctx context.Context, fs *pflag.FlagSet, o map[string]origin, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, error) {
+	t, err := c.target(ctx, fs, o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -243,10 +236,14 @@ func stderrWarn(e *env, cmd string) func(string) {
 
 // envLookup returns the environment variable that sets the flag name and
 // its value: TQSCAVENGER_NAME, else temporal-sql-tool's variable of the
-// setting, if not empty. Both set to different values is an error.
+// setting, if not empty (both set to different values is an error), or
+// for a --temporal-* flag the temporal CLI's (temporalEnvLookup).
 func envLookup(name string) (variable, value string, ok bool, err error) {
 	variable = envName(name)
 	value, ok = os.LookupEnv(variable)
+	if vars := temporalEnv[name]; vars != nil {
+		return temporalEnvLookup(variable, value, ok, vars)
+	}
 	alias := sqlToolEnv[name]
 	if alias == "" {
 		return variable, value, ok, nil
@@ -261,33 +258,6 @@ func envLookup(name string) (variable, value string, ok bool, err error) {
 		return variable, value, ok, nil
 	}
 	return alias, av, true, nil
-}
-
-// canonicalArgs returns args with each alias of a flag (flagAliases)
-// replaced by the flag's name.
-func canonicalArgs(fs *flag.FlagSet, args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
-			return append(out, args[i:]...) // flags end here
-		}
-		body := strings.TrimLeft(a, "-")
-		name, value, hasValue := strings.Cut(body, "=")
-		if to, ok := flagAliases[name]; ok && fs.Lookup(to) != nil && fs.Lookup(name) == nil {
-			name = to
-			a = a[:len(a)-len(body)] + name
-			if hasValue {
-				a += "=" + value
-			}
-		}
-		out = append(out, a)
-		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && i+1 < len(args) {
-			i++
-			out = append(out, args[i]) // the flag's value
-		}
-	}
-	return out
 }
 
 // maskSetting returns the value of flag name as settings show it:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,8 +18,7 @@ import (
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
-func seedCmd(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "seed", "--db DSN [flags]")
+func seedFlags(g *flagGroups) runFunc {
 	var (
 		dsn                string
 		spec               seed.Spec
@@ -28,24 +28,27 @@ func seedCmd(ctx context.Context, e *env, args []string) error {
 		setup, force       bool
 		queues, tasks, sub int
 	)
-	fs.StringVar(&dsn, "db", "", "database DSN (a missing SQLite file is created)")
-	fs.IntVar(&queues, "queues", 100, "number of queues")
-	fs.IntVar(&tasks, "tasks", 100, "tasks per queue and subqueue")
-	fs.Float64Var(&expired, "expired", 0.5, "share of tasks already expired (0..1)")
-	fs.Float64Var(&noExpiry, "no-expiry", 0.25, "share of tasks that never expire (0..1); the rest expire in an hour")
-	fs.StringVar(&layout, "layout", string(seed.ExpiredFirst), "where expired tasks sit: expired-first, live-first or shuffled")
-	fs.DurationVar(&idle, "idle", 72*time.Hour, "age of each queue's last_update_time")
-	fs.IntVar(&sub, "subqueues", 1, "subqueues per queue (priority levels)")
-	fs.StringVar(&table, "table", "v1", "table version to write: v1 or v2")
-	fs.StringVar(&spec.NamePrefix, "name-prefix", "seed", "queue names are PREFIX-0, PREFIX-1, …")
-	fs.StringVar(&ns, "namespace", seed.DefaultNamespace.String(), "namespace id (UUID)")
-	fs.BoolVar(&setup, "setup", true, "create the task tables first if they do not exist")
-	fs.BoolVar(&force, "force", false, "write even into a database that holds queues of other names (never a production database)")
-	// Never from TQSCAVENGER_DB: with the production DSN exported for run
-	// and serve, seed would write synthetic queues into production.
-	if err := parse(fs, args, "db"); err != nil {
-		return err
+	g.Conn.StringVar(&dsn, "db", "", "database DSN (a missing SQLite file is created); never read from TQSCAVENGER_DB")
+	w := g.Scope
+	w.IntVar(&queues, "queues", 100, "number of queues")
+	w.IntVar(&tasks, "tasks", 100, "tasks per queue and subqueue")
+	w.Float64Var(&expired, "expired", 0.5, "share of tasks already expired (0..1)")
+	w.Float64Var(&noExpiry, "no-expiry", 0.25, "share of tasks that never expire (0..1); the rest expire in an hour")
+	w.StringVar(&layout, "layout", string(seed.ExpiredFirst), "where expired tasks sit: expired-first, live-first or shuffled")
+	durationVar(w, &idle, "idle", 72*time.Hour, "age of each queue's last_update_time")
+	w.IntVar(&sub, "subqueues", 1, "subqueues per queue (priority levels)")
+	w.StringVar(&table, "tables", "v1", "table version to write: v1 or v2")
+	w.StringVar(&spec.NamePrefix, "name-prefix", "seed", "queue names are PREFIX-0, PREFIX-1, …")
+	w.StringVar(&ns, "namespace", seed.DefaultNamespace.String(), "namespace id (UUID)")
+	g.Pace.BoolVar(&setup, "setup", true, "create the task tables first if they do not exist")
+	g.Pace.BoolVar(&force, "force", false, "write even into a database that holds queues of other names (never a production database)")
+	alias(w, "table", "tables")
+	return func(ctx context.Context, inv *invocation) error {
+		return seedCmd(ctx, inv.env, dsn, spec, expired, noExpiry, layout, table, ns, idle, setup, force, queues, tasks, sub)
 	}
+}
+
+func seedCmd(ctx context.Context, e *env, dsn string, spec seed.Spec, expired, noExpiry float64, layout, table, ns string, idle time.Duration, setup, force bool, queues, tasks, sub int) error {
 	if queues < 0 || tasks < 0 || sub < 1 {
 		return usagef("--queues and --tasks must be >= 0 and --subqueues >= 1")
 	}
@@ -63,7 +66,7 @@ func seedCmd(ctx context.Context, e *env, args []string) error {
 	case "v2":
 		spec.Table = store.V2
 	default:
-		return usagef("--table %q: use v1 or v2", table)
+		return usagef("--tables %q: use v1 or v2", table)
 	}
 	nsID, err := wire.ParseNamespaceID(ns)
 	if err != nil {
@@ -103,17 +106,17 @@ func seedCmd(ctx context.Context, e *env, args []string) error {
 // demoPath is where demo writes unless told otherwise.
 const demoPath = "tqscavenger-demo.db"
 
-func demoCmd(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "demo", "[--db PATH]")
+func demoFlags(g *flagGroups) runFunc {
 	var path string
 	var lf logFlags
-	fs.StringVar(&path, "db", demoPath, "SQLite file to create (an existing demo file is replaced)")
-	lf.register(fs)
 	// Never from TQSCAVENGER_DB, which names the database run and serve
 	// scavenge.
-	if err := parse(fs, args, "db"); err != nil {
-		return err
-	}
+	g.Conn.StringVar(&path, "db", demoPath, "SQLite file to create (an existing demo file is replaced); never read from TQSCAVENGER_DB")
+	lf.register(g.Output)
+	return func(ctx context.Context, inv *invocation) error { return demoCmd(ctx, inv.env, path, &lf) }
+}
+
+func demoCmd(ctx context.Context, e *env, path string, lf *logFlags) error {
 	if d, err := sqlstore.ParseDSN(path); err != nil || d.Engine != sqlstore.SQLite || strings.Contains(path, "@") {
 		return usagef("--db %s: demo creates a SQLite file: give a file path", sqlstore.Redact(path))
 	}
@@ -194,23 +197,32 @@ func demoData(now time.Time) []seed.Spec {
 	}
 }
 
-func schemaCmd(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || (args[0] != "setup" && args[0] != "check") {
-		return usagef("use `schema setup --db DSN` or `schema check --db DSN`")
+// schemaFlags are the flags of schema setup and schema check.
+func schemaFlags(sub string) func(g *flagGroups) runFunc {
+	return func(g *flagGroups) runFunc {
+		var cf connFlags
+		var stmtTO time.Duration
+		var output string
+		cf.register(g.Conn)
+		durationVar(g.Pace, &stmtTO, "statement-timeout", 0, "bound on each statement (default 30s for the check)")
+		if sub == "check" {
+			outputFlag(g.Output, &output, "what the check found: text or json")
+		}
+		return func(ctx context.Context, inv *invocation) error { return schemaCmd(ctx, inv, sub, &cf, stmtTO, output) }
 	}
-	sub := args[0]
-	fs := newFlags(e, "schema "+sub, "--db DSN")
-	var cf connFlags
-	var stmtTO time.Duration
-	cf.register(fs)
-	fs.DurationVar(&stmtTO, "statement-timeout", 0, "bound on each statement (default 30s for the check)")
-	if err := parse(fs, args[1:]); err != nil {
-		return err
+}
+
+func schemaCmd(ctx context.Context, inv *invocation, sub string, cf *connFlags, stmtTO time.Duration, output string) error {
+	e := inv.env
+	if sub == "check" {
+		if err := checkOutput(output); err != nil {
+			return err
+		}
 	}
 	if stmtTO < 0 {
 		return usagef("--statement-timeout %s: must not be negative", stmtTO)
 	}
-	db, err := cf.open(ctx, fs, args[1:], sqlstore.Options{Create: sub == "setup", StatementTimeout: stmtTO}, stderrWarn(e, "schema "+sub))
+	db, err := cf.open(ctx, inv.fs, inv.origins, sqlstore.Options{Create: sub == "setup", StatementTimeout: stmtTO}, stderrWarn(e, "schema "+sub))
 	if err != nil {
 		return err
 	}
@@ -228,12 +240,33 @@ func schemaCmd(ctx context.Context, e *env, args []string) error {
 		// it found so far says nothing.
 		return err
 	}
+	if output == "json" {
+		if werr := writeJSON(e.stdout, schemaJSON(info, err == nil)); werr != nil {
+			return werr
+		}
+		return err
+	}
 	fmt.Fprint(e.stdout, info)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, "ok: tqscavenger can scavenge this database")
 	return nil
+}
+
+// schemaJSON is what schema check found, for --output json.
+func schemaJSON(info store.SchemaInfo, ok bool) map[string]any {
+	tables := map[string]bool{}
+	for _, t := range []store.Table{store.V1, store.V2} {
+		tables[t.String()] = slices.Contains(info.Tables, t)
+	}
+	return map[string]any{
+		"engine":         info.Engine,
+		"schema_version": info.Version,
+		"tables":         tables,
+		"problems":       append([]string{}, info.Problems...),
+		"ok":             ok,
+	}
 }
 
 // foreignQueue returns the name of a queue row (of either table) whose

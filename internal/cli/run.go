@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -15,7 +14,9 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/spf13/pflag"
 
+	progressline "github.com/tqscavenger/tqscavenger/internal/progress"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -45,6 +46,8 @@ type scavengeFlags struct {
 	maxConns int
 
 	maxDeletes, maxStatements float64
+	yield                     bool
+	yieldFactor               float64
 
 	pastLiveHead  bool
 	belowAckLevel bool
@@ -57,50 +60,37 @@ type scavengeFlags struct {
 // maxClockSkew is how far --now may be ahead of the real clock.
 const maxClockSkew = time.Minute
 
-// multiFlag is a repeatable string flag.
-type multiFlag struct {
-	vals []string
-	set  bool
-}
-
-func (m *multiFlag) String() string { return strings.Join(m.vals, ",") }
-func (m *multiFlag) Set(v string) error {
-	m.set = true
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			m.vals = append(m.vals, s)
-		}
-	}
-	return nil
-}
-
-func (f *scavengeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
-	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
-	fs.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
-	fs.IntVar(&f.workers, "workers", 0, "jobs run at once "+byMode(defaults.Workers, temporalConfig.Workers))
-	fs.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement "+byMode(defaults.ListPageSize, temporalConfig.ListPageSize))
-	fs.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it "+byMode(defaults.TaskBatchSize, temporalConfig.TaskBatchSize))
-	fs.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
-	fs.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass "+byMode(defaults.MaxDeferred, temporalConfig.MaxDeferred))
-	fs.DurationVar(&f.grace, "grace", 0, "idle time before an empty queue may be deleted "+byMode(defaults.Grace, temporalConfig.Grace))
-	fs.BoolVar(&f.unsafe, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+": only for a copy of a database no Temporal server uses (matching rewrites the row of a queue it holds only every 12h)")
-	fs.DurationVar(&f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
-	fs.DurationVar(&f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
-	fs.DurationVar(&f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
-	fs.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
-	fs.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
-	fs.DurationVar(&f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size "+byMode(defaults.SlowStatement, temporalConfig.SlowStatement))
-	fs.DurationVar(&f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
-	fs.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one)")
-	fs.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
-	fs.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
-	fs.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
-	fs.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
-	fs.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
-	fs.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
-	fs.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
-	fs.StringVar(&f.partition, "partition", "", "scavenge only part I of N of the range_hash space, as I/N (0/4 is the first of 4): disjoint parts run at once, overlapping ones exclude each other (default the whole space)")
+// register registers the flags of a pass in their help groups.
+func (f *scavengeFlags) register(g *flagGroups) {
+	s, p := g.Scope, g.Pace
+	s.StringVar(&f.compat, "compat", "", `"temporal": exactly Temporal's scavenger, with Temporal's knob values`)
+	s.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
+	durationVar(s, &f.grace, "grace", 0, "idle time before an empty queue may be deleted "+byMode(defaults.Grace, temporalConfig.Grace))
+	s.BoolVar(&f.unsafe, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+": only for a copy of a database no Temporal server uses (matching rewrites the row of a queue it holds only every 12h)")
+	s.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
+	s.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
+	s.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
+	s.StringVar(&f.partition, "partition", "", "scavenge only part I of N of the range_hash space, as I/N (0/4 is the first of 4): disjoint parts run at once, overlapping ones exclude each other (default the whole space)")
+	s.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
+	s.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
+	s.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
+	s.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
+	s.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
+	p.IntVar(&f.workers, "workers", 0, "jobs run at once "+byMode(defaults.Workers, temporalConfig.Workers))
+	p.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
+	p.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
+	durationVar(p, &f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
+	p.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one)")
+	p.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement "+byMode(defaults.ListPageSize, temporalConfig.ListPageSize))
+	p.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it "+byMode(defaults.TaskBatchSize, temporalConfig.TaskBatchSize))
+	p.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
+	p.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass "+byMode(defaults.MaxDeferred, temporalConfig.MaxDeferred))
+	durationVar(p, &f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size "+byMode(defaults.SlowStatement, temporalConfig.SlowStatement))
+	durationVar(p, &f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
+	durationVar(p, &f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
+	durationVar(p, &f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
+	p.BoolVar(&f.yield, "yield-to-load", false, "back off (fewer statements at once, pauses) while the pass's own statements run slower than their baseline by --yield-factor; only ever slower than the rate limits")
+	p.Float64Var(&f.yieldFactor, "yield-factor", 0, fmt.Sprintf("with --yield-to-load: how much slower than its baseline a statement may get before the pass backs off (default %g)", scavenger.DefaultYieldFactor))
 }
 
 func nonNegative(name string, v int) error {
@@ -173,6 +163,7 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		return c, usagef("--max-deletes-per-second and --max-statements-per-second must not be negative")
 	}
 	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
+	c.YieldToLoad, c.YieldFactor = f.yield, f.yieldFactor
 	switch scavenger.OrphanPolicy(f.orphans) {
 	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
 		c.Orphans = scavenger.OrphanPolicy(f.orphans)
@@ -213,8 +204,8 @@ func (f *scavengeFlags) storeOptions() sqlstore.Options {
 // openChecked opens the store the flags name and refuses a database
 // without usable task tables. Only the tables present and usable are
 // scavenged.
-func (c *connFlags) openChecked(ctx context.Context, fs *flag.FlagSet, args []string, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, store.SchemaInfo, error) {
-	db, err := c.open(ctx, fs, args, opts, warn)
+func (c *connFlags) openChecked(ctx context.Context, inv *invocation, opts sqlstore.Options, warn func(string)) (*sqlstore.DB, store.SchemaInfo, error) {
+	db, err := c.open(ctx, inv.fs, inv.origins, opts, warn)
 	return checked(ctx, db, err)
 }
 
@@ -238,48 +229,82 @@ func checked(ctx context.Context, db *sqlstore.DB, err error) (*sqlstore.DB, sto
 	return db, info, nil
 }
 
-func runCmd(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run", "--db DSN [flags]")
+// runFlags are run's flags; it returns the pass.
+func runFlags(g *flagGroups) runFunc {
 	var sf scavengeFlags
 	var cf connFlags
 	var lf logFlags
-	var progress, statsJSON, checkpoint string
-	var waitLock, fresh bool
-	var cpEvery time.Duration
-	sf.register(fs)
-	cf.register(fs)
-	lf.register(fs)
-	configFlag(fs)
-	fs.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
-	fs.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
-	fs.StringVar(&statsJSON, "stats-json", "", "write the pass's counts as JSON to this file (for scripts and the benchmark)")
-	fs.StringVar(&checkpoint, "checkpoint", "", "resume from this checkpoint file if it exists, and keep it up to date while the pass runs; a completed pass removes it")
-	fs.BoolVar(&fresh, "fresh", false, "with --checkpoint: ignore the file's positions and start from the first row")
-	fs.DurationVar(&cpEvery, "checkpoint-interval", 0, "with --checkpoint: write it at most this often while the positions advance (default "+shortDuration(defaults.CheckpointInterval)+")")
-	if err := parse(fs, args); err != nil {
-		return err
+	var progress, statsJSON, output string
+	var waitLock bool
+	var cp checkpointFlags
+	cf.register(g.Conn)
+	sf.register(g)
+	g.Pace.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
+	cp.register(g.Pace)
+	lf.register(g.Output)
+	outputFlag(g.Output, &output, "the pass's outcome and counts on stdout: text or json (logs go to stderr)")
+	g.Output.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
+	g.Output.StringVar(&statsJSON, "stats-json", "", "also write the pass's counts as JSON to this file (for scripts and the benchmark)")
+	configFlag(g.Other)
+	return func(ctx context.Context, inv *invocation) error {
+		return runPass(ctx, inv, &sf, &cf, &lf, &cp, progress, statsJSON, output, waitLock)
 	}
-	if (fresh || cpEvery != 0) && checkpoint == "" {
+}
+
+// checkpointFlags are run's --checkpoint, --fresh and --checkpoint-interval.
+type checkpointFlags struct {
+	file  string
+	fresh bool
+	every time.Duration
+}
+
+func (f *checkpointFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.file, "checkpoint", "", "resume from this checkpoint file if it exists, and keep it up to date while the pass runs; a completed pass removes it")
+	fs.BoolVar(&f.fresh, "fresh", false, "with --checkpoint: ignore the file's positions and start from the first row")
+	durationVar(fs, &f.every, "checkpoint-interval", 0, "with --checkpoint: write it at most this often while the positions advance (default "+shortDuration(defaults.CheckpointInterval)+")")
+}
+
+// check refuses --fresh and --checkpoint-interval without a file.
+func (f *checkpointFlags) check() error {
+	if (f.fresh || f.every != 0) && f.file == "" {
 		return usagef("--fresh and --checkpoint-interval need --checkpoint FILE")
 	}
-	if cpEvery < 0 {
-		return usagef("--checkpoint-interval %s: must not be negative", cpEvery)
+	if f.every < 0 {
+		return usagef("--checkpoint-interval %s: must not be negative", f.every)
+	}
+	return nil
+}
+
+func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFlags, lf *logFlags, cp *checkpointFlags, progress, statsJSON, output string, waitLock bool) error {
+	e := inv.env
+	if err := cp.check(); err != nil {
+		return err
 	}
 	cfg, err := sf.config()
 	if err != nil {
 		return err
 	}
-	log, err := lf.logger(e.stderr)
-	if err != nil {
-		return err
-	}
-	cfg.Logger = log
 	switch progress {
 	case "auto", "always", "never":
 	default:
 		return usagef("--progress %q: use auto, always or never", progress)
 	}
-	db, info, err := cf.openChecked(ctx, fs, args, sf.storeOptions(), func(w string) { log.Warn(w) })
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	// With a progress line, the log goes through it: the line is cleared
+	// before each log line and drawn again below it.
+	line := progressLine(e.stderr, progress)
+	logOut := e.stderr
+	if line != nil {
+		logOut = line
+	}
+	log, err := lf.logger(logOut)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
+	db, info, err := cf.openChecked(ctx, inv, sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}
@@ -287,12 +312,12 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	if cfg.Tables == nil {
 		cfg.Tables = info.Tables
 	}
-	if checkpoint != "" {
-		if cfg.Resume, err = loadCheckpoint(checkpoint, fresh); err != nil {
+	if cp.file != "" {
+		if cfg.Resume, err = loadCheckpoint(cp.file, cp.fresh); err != nil {
 			return err
 		}
-		cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error { return saveCheckpoint(checkpoint, cp) }
-		cfg.CheckpointInterval = cpEvery
+		cfg.Checkpoint = func(_ context.Context, c scavenger.Checkpoint) error { return saveCheckpoint(cp.file, c) }
+		cfg.CheckpointInterval = cp.every
 	}
 	var lock store.Lock
 	if cfg.Partition.Whole() {
@@ -314,22 +339,32 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	cfg.Lock = lock
 
 	s := scavenger.New(db, cfg)
-	log.Info("scavenging", "db", db.DSN().String(), "tables", fmt.Sprint(s.Config().Tables), "dry_run", cfg.DryRun)
-	stopProgress := startProgress(e.stderr, progress, s)
+	var tables []string // names: a []store.Table would log as bytes
+	for _, t := range s.Config().Tables {
+		tables = append(tables, t.String())
+	}
+	log.Info("scavenging", "db", db.DSN().String(), "tables", tables, "dry_run", cfg.DryRun)
+	stopProgress := startProgress(line, s, cfg.DryRun)
 	st, err := s.Run(ctx)
 	stopProgress()
-	printSummary(e.stdout, st, cfg.DryRun)
+	if output == "json" {
+		if werr := writeJSON(e.stdout, statsMap(st, db.Stats().Statements)); werr != nil && err == nil {
+			err = werr
+		}
+	} else {
+		printSummary(e.stdout, st, cfg.DryRun)
+	}
 	if statsJSON != "" {
 		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
 			err = werr
 		}
 	}
 	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
-		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", checkpoint, err)
+		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", cp.file, err)
 	}
-	if err == nil && checkpoint != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
+	if err == nil && cp.file != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
 		// Nothing is left to resume.
-		if rerr := os.Remove(checkpoint); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		if rerr := os.Remove(cp.file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = fmt.Errorf("remove the completed pass's checkpoint: %w", rerr)
 		}
 	}
@@ -340,35 +375,28 @@ func runCmd(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// startProgress prints a progress line on w every half second while the
-// pass runs, if w is a terminal (or always).
-func startProgress(w io.Writer, mode string, s *scavenger.Scavenger) (stop func()) {
+// progressLine returns the progress line drawn on w, or nil if mode and
+// w call for none: by default (auto) there is one only on a terminal.
+func progressLine(w io.Writer, mode string) *progressline.Line {
 	if mode == "never" || (mode == "auto" && !isTerminal(w)) {
+		return nil
+	}
+	width := func() int { return 0 }
+	if f, ok := w.(*os.File); ok {
+		width = func() int { return progressline.TerminalWidth(f.Fd()) }
+	}
+	return progressline.NewLine(w, width)
+}
+
+// startProgress draws the pass's progress on line every half second while
+// the pass runs, and erases it when stop is called.
+func startProgress(line *progressline.Line, s *scavenger.Scavenger, dryRun bool) (stop func()) {
+	if line == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-				st := s.Stats()
-				rate := 0.0
-				if st.Elapsed > 0 {
-					rate = float64(st.TasksDeleted) / st.Elapsed.Seconds()
-				}
-				fmt.Fprintf(w, "\r\033[Kqueues %d/%d listed, %d deleted; tasks %d examined, %d deleted (%.0f/s)",
-					st.QueuesProcessed, st.QueuesListed, st.QueuesDeleted, st.TasksProcessed, st.TasksDeleted, rate)
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+	return line.Show(500*time.Millisecond, func(width int) string {
+		return progressline.Text(s.Stats(), dryRun, width)
+	})
 }
 
 // isTerminal reports whether w is a terminal. A character device is not
@@ -423,9 +451,10 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 	fmt.Fprintf(w, "time:   %s\n", st.Elapsed.Round(time.Millisecond))
 }
 
-// writeStatsJSON writes the pass's counts for scripts.
-func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
-	out := map[string]any{
+// statsMap is the pass's counts for scripts: --output json and
+// --stats-json.
+func statsMap(st scavenger.Stats, statements int64) map[string]any {
+	return map[string]any{
 		"outcome":            string(st.Outcome),
 		"failures_by_cause":  st.FailuresByCause,
 		"tasks_unknown":      st.TasksUnknown,
@@ -446,7 +475,11 @@ func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
 		"bad_rows":           st.BadRowCount,
 		"elapsed_seconds":    st.Elapsed.Seconds(),
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+}
+
+// writeStatsJSON writes the pass's counts for scripts.
+func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
+	b, err := json.MarshalIndent(statsMap(st, statements), "", "  ")
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tqscavenger/tqscavenger/daemon"
 	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
@@ -30,14 +31,14 @@ type serveFlags struct {
 	history         int
 }
 
-func (f *serveFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.every, "every", 12*time.Hour, "time between passes, as Temporal's scavenger (unless --cron)")
+func (f *serveFlags) register(fs *pflag.FlagSet) {
+	durationVar(fs, &f.every, "every", 12*time.Hour, "time between passes, as Temporal's scavenger (unless --cron)")
 	fs.StringVar(&f.cron, "cron", "", `cron expression for passes instead of --every, e.g. "0 */12 * * *" (local time; start with TZ=UTC for another zone)`)
 	fs.StringVar(&f.jitter, "jitter", "10%", "largest random delay added to each pass: a duration, or a share of the interval such as 10%")
 	fs.BoolVar(&f.runAtStart, "run-at-start", false, "run the first pass at start instead of at the first scheduled time")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9464", `address for the status page, /metrics, /healthz and /readyz ("" for none)`)
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long statements in flight may run before they are cancelled")
-	fs.IntVar(&f.history, "history", 20, "passes listed on the status page")
+	durationVar(fs, &f.shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "on SIGTERM, how long statements in flight may run before they are cancelled")
+	fs.IntVar(&f.history, "history", daemon.DefaultHistory, "passes listed on the status page")
 }
 
 // schedule returns the schedule and the jitter the flags ask for.
@@ -83,23 +84,33 @@ func parseJitter(s string, interval time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// serveSettings are the flags of serve (and of config, which shows them).
+// serveSettings are the flags of serve (and of config, which shows them),
+// and where each value came from.
 type serveSettings struct {
-	fs   *flag.FlagSet
-	args []string
-	sf   scavengeFlags
-	cf   connFlags
-	lf   logFlags
-	df   serveFlags
+	fs      *pflag.FlagSet
+	origins map[string]origin
+	sf      scavengeFlags
+	cf      connFlags
+	lf      logFlags
+	df      serveFlags
 }
 
-func newServeSettings(e *env, name, usage string) *serveSettings {
-	s := &serveSettings{fs: newFlags(e, name, usage)}
-	s.sf.register(s.fs)
-	s.cf.register(s.fs)
-	s.lf.register(s.fs)
-	s.df.register(s.fs)
-	configFlag(s.fs)
+func (s *serveSettings) register(g *flagGroups) {
+	s.fs = g.fs
+	s.cf.register(g.Conn)
+	s.sf.register(g)
+	s.df.register(g.Daemon)
+	s.lf.register(g.Output)
+	configFlag(g.Other)
+}
+
+// newServeSettings returns serve's flags on a flag set of their own, as a
+// reload reads them again.
+func newServeSettings() *serveSettings {
+	s := &serveSettings{}
+	g := newFlagGroups(newFlagSet("serve"))
+	s.register(g)
+	g.done()
 	return s
 }
 
@@ -108,29 +119,31 @@ func newServeSettings(e *env, name, usage string) *serveSettings {
 type resolved struct {
 	cfg      scavenger.Config
 	log      *slog.Logger
+	level    slog.Level
 	sched    daemon.Schedule
 	jitter   time.Duration
 	settings []daemon.Setting
 }
 
-// resolve parses args and checks every value as serve would; config shows
-// the same values, so it never prints a configuration serve would refuse.
-func (s *serveSettings) resolve(args []string, logOut io.Writer) (resolved, error) {
+// resolve checks every value of s, layered, as serve does at start and at
+// each reload; config shows the same values, so it never prints a
+// configuration serve would refuse.
+func (s *serveSettings) resolve(logOut io.Writer) (resolved, error) {
 	var r resolved
-	s.args = args
-	if err := parse(s.fs, args); err != nil {
-		return r, err
-	}
 	// The database's settings as serve would check them, reading a
 	// Temporal config but running none of its commands.
-	if _, err := s.cf.target(context.Background(), s.fs, args, false); err != nil {
+	if _, err := s.cf.target(context.Background(), s.fs, s.origins, false); err != nil {
 		return r, err
 	}
-	if isSet(s.fs, "every") && isSet(s.fs, "cron") {
-		return r, usagef("--every and --cron both given (on the command line, in the environment or in the config file): keep one")
+	// An empty cron is no cron: `config` prints it among the defaults.
+	if s.df.cron != "" && s.origins["every"].layer != fromDefault {
+		return r, usagef("--every and --cron both given (%s, %s): keep one", s.origins["every"].name, s.origins["cron"].name)
 	}
 	var err error
 	if r.cfg, err = s.sf.config(); err != nil {
+		return r, err
+	}
+	if r.level, err = s.lf.parseLevel(); err != nil {
 		return r, err
 	}
 	if r.log, err = s.lf.logger(logOut); err != nil {
@@ -139,17 +152,25 @@ func (s *serveSettings) resolve(args []string, logOut io.Writer) (resolved, erro
 	if r.sched, r.jitter, err = s.df.schedule(); err != nil {
 		return r, err
 	}
-	if r.settings, err = effectiveSettings(s.fs, args); err != nil {
-		return r, err
-	}
-	r.settings = withDefaults(r.settings, r.cfg)
+	r.settings = withDefaults(effectiveSettings(s.fs, s.origins), r.cfg, &s.cf, s.df.cron != "")
 	return r, nil
 }
 
-func serveCmd(ctx context.Context, e *env, args []string) error {
-	ss := newServeSettings(e, "serve", "--db DSN [flags]")
+func serveCmdFlags(g *flagGroups) runFunc {
+	ss := &serveSettings{}
+	ss.register(g)
+	return func(ctx context.Context, inv *invocation) error {
+		ss.origins = inv.origins
+		return serveCmd(ctx, inv.env, ss)
+	}
+}
+
+func serveCmd(ctx context.Context, e *env, ss *serveSettings) error {
 	sf, df := &ss.sf, &ss.df
-	r, err := ss.resolve(args, e.stderr)
+	// The log level is a variable, so that a reload changes it.
+	level := new(slog.LevelVar)
+	ss.lf.live = level
+	r, err := ss.resolve(e.stderr)
 	if err != nil {
 		return err
 	}
@@ -157,7 +178,7 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	// A database that cannot be reached or is not Temporal's stops serve at
 	// once (exit status 2): a service manager shows the error and retries.
 	// Failures after start fail single passes instead.
-	db, info, err := ss.cf.openChecked(ctx, ss.fs, ss.args, sf.storeOptions(), func(w string) { log.Warn(w) })
+	db, info, err := ss.cf.openChecked(ctx, &invocation{env: e, fs: ss.fs, origins: ss.origins}, sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}
@@ -190,9 +211,11 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	}
 	bi := buildinfo.Read()
 	log.Info("serve started", "version", bi.Version, "revision", bi.Revision, "listen", addr, "db", db.DSN().String(), "engine", string(info.Engine),
-		"schedule", sched.String(), "jitter", jitter.String(), "run_at_start", df.runAtStart, "dry_run", cfg.DryRun)
+		"schedule", sched.String(), "jitter", jitter, "run_at_start", df.runAtStart, "dry_run", cfg.DryRun)
 	stop := exitOnSecondSignal(log, os.Exit)
 	defer stop()
+	stopReloads := (&reloader{log: log, level: level, d: d, db: db, ss: ss, cur: r}).watch()
+	defer stopReloads()
 	if ln != nil {
 		err = d.Serve(ctx, ln)
 	} else {
@@ -203,14 +226,6 @@ func serveCmd(ctx context.Context, e *env, args []string) error {
 	}
 	log.Info("serve stopped")
 	return nil
-}
-
-// isSet reports whether a flag got a value from the command line, the
-// environment or the config file.
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // exitOnSecondSignal exits at once on the second SIGINT or SIGTERM, for

@@ -2,6 +2,6 @@
 
 package cli
 
-// temporalCommands is empty in a build with the tqs_notemporal tag: no
+// temporalCommands are none in a build with the tqs_notemporal tag: no
 // worker or schedule command, and no Temporal SDK in the binary.
-var temporalCommands []command
+func temporalCommands() []command { return nil }

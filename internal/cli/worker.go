@@ -9,44 +9,29 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/temporalworker"
 )
 
 // temporalFlags are the Temporal client's flags, prefixed --temporal- so
 // that they stay apart from --namespace (the namespace ids a pass is
-// limited to) and from the database's --tls-* flags.
+// limited to) and from the database's --tls-* flags. Besides
+// TQSCAVENGER_*, each is read from the temporal CLI's variables
+// (temporalEnv).
 type temporalFlags struct {
 	cfg       temporalworker.ClientConfig
 	taskQueue string
 }
 
-// temporalEnv are the temporal CLI's environment variables of each flag,
-// read when neither the flag nor TQSCAVENGER_* sets it: first the names of
-// Temporal's client environment configuration, then the CLI's older ones.
-var temporalEnv = map[string][]string{
-	"temporal-address":                       {"TEMPORAL_ADDRESS"},
-	"temporal-namespace":                     {"TEMPORAL_NAMESPACE"},
-	"temporal-api-key":                       {"TEMPORAL_API_KEY"},
-	"temporal-tls":                           {"TEMPORAL_TLS"},
-	"temporal-tls-cert-path":                 {"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CERT"},
-	"temporal-tls-key-path":                  {"TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_KEY"},
-	"temporal-tls-ca-path":                   {"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CA"},
-	"temporal-tls-server-name":               {"TEMPORAL_TLS_SERVER_NAME"},
-	"temporal-tls-disable-host-verification": {"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"},
-}
-
-func init() { secretFlags["temporal-api-key"] = true }
-
-func (t *temporalFlags) register(fs *flag.FlagSet) {
+func (t *temporalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.cfg.Address, "temporal-address", temporalworker.DefaultAddress, "Temporal frontend host:port (TEMPORAL_ADDRESS)")
 	fs.StringVar(&t.cfg.Namespace, "temporal-namespace", temporalworker.DefaultNamespace, "Temporal namespace of the workflow and schedule (TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.taskQueue, "temporal-task-queue", temporalworker.DefaultTaskQueue, "Temporal task queue the worker polls and the schedule starts passes on")
@@ -59,45 +44,8 @@ func (t *temporalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.cfg.DisableHostVerification, "temporal-tls-disable-host-verification", false, "check the frontend's certificate against the CA but not its name (TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
 }
 
-// fromEnv sets each Temporal flag that no flag, TQSCAVENGER_* variable or
-// config file set from the temporal CLI's variables. Two of them that set
-// one flag to different values are an error.
-func (t *temporalFlags) fromEnv(fs *flag.FlagSet) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var errs []string
-	for name, vars := range temporalEnv {
-		f := fs.Lookup(name)
-		if f == nil || set[name] || f.Value.String() != f.DefValue {
-			continue
-		}
-		var from, value string
-		for _, v := range vars {
-			val, ok := os.LookupEnv(v)
-			if !ok || val == "" {
-				continue
-			}
-			if from != "" && val != value {
-				errs = append(errs, fmt.Sprintf("%s and %s both set, to different values: keep one", from, v))
-			}
-			if from == "" {
-				from, value = v, val
-			}
-		}
-		if from == "" {
-			continue
-		}
-		if err := fs.Set(name, value); err != nil {
-			shown := value
-			if secretFlags[name] {
-				shown = "xxxxx"
-			}
-			errs = append(errs, fmt.Sprintf("%s=%q: %v", from, shown, err))
-		}
-	}
-	if len(errs) > 0 {
-		return usagef("bad environment variable %s", strings.Join(errs, "; "))
-	}
+// check refuses values no Temporal client takes, after layer.
+func (t *temporalFlags) check() error {
 	if strings.TrimSpace(t.taskQueue) == "" {
 		return usagef("--temporal-task-queue must not be empty")
 	}
@@ -105,7 +53,7 @@ func (t *temporalFlags) fromEnv(fs *flag.FlagSet) error {
 }
 
 // dial connects to the Temporal frontend.
-func (t *temporalFlags) dial(ctx context.Context, e *env, lf logFlags) (client.Client, error) {
+func (t *temporalFlags) dial(ctx context.Context, e *env, lf *logFlags) (client.Client, error) {
 	log, err := lf.logger(e.stderr)
 	if err != nil {
 		return nil, err
@@ -125,40 +73,51 @@ func (t *temporalFlags) dial(ctx context.Context, e *env, lf logFlags) (client.C
 
 // temporalCommands are the commands on Temporal; a build with the
 // tqs_notemporal tag leaves them, and the Temporal SDK, out.
-var temporalCommands = []command{
-	{"worker", "run a Temporal worker: passes as workflows, partitions as activities", workerCmd},
-	{"schedule", "create|update|describe|trigger|delete the Temporal Schedule that starts passes", scheduleCmd},
+func temporalCommands() []command {
+	return []command{
+		{name: "worker", summary: "run a Temporal worker: passes as workflows, partitions as activities", usage: "--db DSN --temporal-address HOST:PORT [flags]", flags: workerFlags},
+		{name: "schedule", summary: "create|update|describe|trigger|delete the Temporal Schedule that starts passes", usage: "create|update|describe|trigger|delete [flags]", subs: []command{
+			{name: "create", summary: "install a Temporal Schedule that starts a pass every --every (default " + shortDuration(temporalworker.DefaultEvery) + "), overlap policy skip", usage: "[--db DSN | --database-identity ID] [flags]", flags: scheduleWriteFlags("create")},
+			{name: "update", summary: "replace the schedule's interval, jitter and pass", usage: "[--db DSN | --database-identity ID] [flags]", flags: scheduleWriteFlags("update")},
+			{name: "describe", summary: "print the schedule, its next and recent starts (JSON)", usage: "[--schedule-id ID] [flags]", flags: scheduleByIDFlags("describe")},
+			{name: "trigger", summary: "start a pass now (skipped if one runs)", usage: "[--schedule-id ID] [flags]", flags: scheduleByIDFlags("trigger")},
+			{name: "delete", summary: "remove the schedule (running passes go on)", usage: "[--schedule-id ID] [flags]", flags: scheduleByIDFlags("delete")},
+		}},
+	}
 }
 
-func workerCmd(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "worker", "--db DSN --temporal-address HOST:PORT [flags]")
+// workerFlags are worker's flags; it returns the worker.
+func workerFlags(g *flagGroups) runFunc {
 	var cf connFlags
 	var lf logFlags
 	var tf temporalFlags
 	var stmtTO, stopTimeout time.Duration
 	var maxConns, maxActivities int
-	cf.register(fs)
-	lf.register(fs)
-	tf.register(fs)
-	configFlag(fs)
-	fs.DurationVar(&stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
-	fs.IntVar(&maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL, shared by the worker's activities")
-	fs.IntVar(&maxActivities, "max-partitions", 2, "partition activities this worker runs at once")
-	fs.DurationVar(&stopTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running partitions may go on before they are cancelled (their heartbeat holds their position)")
-	if err := parse(fs, args); err != nil {
-		return err
+	cf.register(g.Conn)
+	tf.register(g.Temporal)
+	g.Pace.IntVar(&maxActivities, "max-partitions", 2, "partition activities this worker runs at once")
+	durationVar(g.Pace, &stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
+	g.Pace.IntVar(&maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL, shared by the worker's activities (default "+fmt.Sprint(storeDefaults.MaxConns)+"; SQLite uses one)")
+	durationVar(g.Daemon, &stopTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running partitions may go on before they are cancelled (their heartbeat holds their position)")
+	lf.register(g.Output)
+	configFlag(g.Other)
+	return func(ctx context.Context, inv *invocation) error {
+		if err := tf.check(); err != nil {
+			return err
+		}
+		if maxActivities < 1 || maxConns < 0 || stmtTO < 0 || stopTimeout < 0 {
+			return usagef("--max-partitions must be at least 1; --max-conns, --statement-timeout and --shutdown-timeout must not be negative")
+		}
+		return runWorker(ctx, inv, &cf, &lf, &tf, sqlOptions(stmtTO, maxConns), maxActivities, stopTimeout)
 	}
-	if err := tf.fromEnv(fs); err != nil {
-		return err
-	}
-	if maxActivities < 1 || maxConns < 0 || stmtTO < 0 || stopTimeout < 0 {
-		return usagef("--max-partitions must be at least 1; --max-conns, --statement-timeout and --shutdown-timeout must not be negative")
-	}
-	log, err := lf.logger(e.stderr)
+}
+
+func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags, tf *temporalFlags, opts sqlstore.Options, maxActivities int, stopTimeout time.Duration) error {
+	log, err := lf.logger(inv.stderr)
 	if err != nil {
 		return err
 	}
-	db, _, err := cf.openChecked(ctx, fs, args, sqlOptions(stmtTO, maxConns), func(w string) { log.Warn(w) })
+	db, _, err := cf.openChecked(ctx, inv, opts, func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}
@@ -168,7 +127,7 @@ func workerCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("database identity: %w", err)
 	}
-	c, err := tf.dial(ctx, e, lf)
+	c, err := tf.dial(ctx, inv.env, lf)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,499 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+)
+
+// The live-load benchmark (RunLive) measures what a pass costs the
+// cluster while it runs: the latency of matching's own statements (see
+// workload.go) on queues the pass does not delete, with no pass, during a
+// default pass, during a pass with Temporal's settings, with each rate
+// limit and with --yield-to-load.
+//
+// Per engine it seeds one database (LiveOptions.Case), then:
+//
+//  1. measures the workload's capacity on a copy, closed loop with
+//     LiveOptions.Conns operations at a time, with no pass;
+//  2. offers half of it (or LiveOptions.Rate), open loop, in each phase:
+//     every phase runs rounds of a fresh copy, the workload started on it,
+//     the pass run as a child process (as in Run), the workload's samples
+//     due while the pass ran kept, until a phase holds MinSamples samples
+//     or MinDuration of them (no pass: the same, without a pass);
+//  3. repeats the phases Repeat times, interleaved (every phase once, then
+//     again), so that a change in the machine's load falls on all of them.
+//
+// The rate limits are set from the first default pass of the run: a
+// quarter of its rows per second and of its statements per second, so
+// that each limit binds.
+
+// LivePhase names what runs beside the workload.
+type LivePhase string
+
+// The phases, in the order they run.
+const (
+	LiveNone          LivePhase = "no pass"
+	LiveDefault       LivePhase = "default"
+	LiveTemporal      LivePhase = "temporal"
+	LiveMaxDeletes    LivePhase = "max-deletes"
+	LiveMaxStatements LivePhase = "max-statements"
+	LiveYield         LivePhase = "yield-to-load"
+)
+
+// LivePhases lists the phases in order.
+func LivePhases() []LivePhase {
+	return []LivePhase{LiveNone, LiveDefault, LiveTemporal, LiveMaxDeletes, LiveMaxStatements, LiveYield}
+}
+
+// LiveOptions configure RunLive; Options gives the engines, servers,
+// binary, scale, repeats and pass timeout.
+type LiveOptions struct {
+	// Case is the seeded case the passes delete. Default "all-expired".
+	Case string
+	// MinSamples and MinDuration end a phase: it runs rounds until it
+	// holds either. Defaults 10,000 and 60s.
+	MinSamples  int
+	MinDuration time.Duration
+	// MaxRounds bounds the rounds of a phase. Default 30.
+	MaxRounds int
+	// Conns is the workload's connections (SQLite: always one, as
+	// Temporal keeps). Default 8.
+	Conns int
+	// Queues is how many queues the workload writes. Default 64.
+	Queues int
+	// Rate is the offered rate, operations per second. Default: half of
+	// the capacity measured.
+	Rate float64
+	// CapacityFor is how long the capacity is measured. Default 5s.
+	CapacityFor time.Duration
+	// Phases limits the run to these phases, in LivePhases' order; the
+	// limit phases need the default one before them. Default: all.
+	Phases []LivePhase
+}
+
+func (o LiveOptions) withDefaults() LiveOptions {
+	if o.Case == "" {
+		o.Case = "all-expired"
+	}
+	if o.MinSamples <= 0 {
+		o.MinSamples = 10_000
+	}
+	if o.MinDuration <= 0 {
+		o.MinDuration = time.Minute
+	}
+	if o.MaxRounds <= 0 {
+		o.MaxRounds = 30
+	}
+	if o.Conns <= 0 {
+		o.Conns = 8
+	}
+	if o.Queues <= 0 {
+		o.Queues = 64
+	}
+	if o.CapacityFor <= 0 {
+		o.CapacityFor = 5 * time.Second
+	}
+	return o
+}
+
+// LiveReport is the outcome of RunLive.
+type LiveReport struct {
+	Scale, Repeat int
+	Options       LiveOptions
+	Engines       []LiveEngine
+}
+
+// LiveEngine is what was measured on one engine.
+type LiveEngine struct {
+	Engine sqlstore.Engine
+	Case   Case
+	// Capacity is the workload's closed-loop rate with no pass; Offered
+	// the open-loop rate of the phases.
+	Capacity, Offered float64
+	// MaxDeletes and MaxStatements are the rate limits of the limit
+	// phases.
+	MaxDeletes, MaxStatements float64
+	// Reps holds each repetition's figures, in phase order.
+	Reps [][]LiveFigure
+	// Load is /proc/loadavg at the start of each repetition.
+	Load []string
+	// Warnings say where a copy did not end as it should.
+	Warnings []string
+	Err      error
+}
+
+// LiveFigure is one phase's measurement in one repetition.
+type LiveFigure struct {
+	Phase LivePhase
+	// Args are the pass's flags beyond the defaults.
+	Args []string
+	// Samples is the operations due while the passes ran; Window the time
+	// they cover; Failed how many failed.
+	Samples int
+	Window  time.Duration
+	Failed  int64
+	// P50, P99 and Max are the operations' latencies from when they were
+	// due; LockP99 and LockMax the time the locking ones (lease, append,
+	// update) took to begin and lock the queue row: on SQLite the wait for
+	// the writer lock.
+	P50, P99, Max    time.Duration
+	LockP99, LockMax time.Duration
+	// Rate is the operations completed per second of the window.
+	Rate float64
+	// Rounds is how many passes ran; Pass is the one of median wall time.
+	Rounds int
+	Pass   PassResult
+	Err    error
+}
+
+// RunLive runs the live-load benchmark; see LivePhase and LiveOptions.
+func RunLive(ctx context.Context, o Options, lo LiveOptions) (*LiveReport, error) {
+	if o.Binary == "" {
+		return nil, errors.New("bench: no tqscavenger binary to run the passes")
+	}
+	if len(o.Engines) == 0 {
+		o.Engines = []sqlstore.Engine{sqlstore.SQLite, sqlstore.Postgres, sqlstore.MySQL}
+	}
+	if o.Postgres == "" {
+		o.Postgres = DefaultPostgres
+	}
+	if o.MySQL == "" {
+		o.MySQL = DefaultMySQL
+	}
+	o.Scale, o.Repeat = max(o.Scale, 1), max(o.Repeat, 1)
+	if o.Env == nil {
+		o.Env = childEnv(os.Environ())
+	}
+	if o.Log == nil {
+		o.Log = nopWriter{}
+	}
+	lo = lo.withDefaults()
+	cases, err := selectCases([]string{lo.Case}, o.Scale)
+	if err != nil {
+		return nil, err
+	}
+	if o.Dir == "" {
+		dir, err := os.MkdirTemp("", "tqs-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		o.Dir = dir
+	}
+	r := &runner{o: o, id: runID()}
+	rep := &LiveReport{Scale: o.Scale, Repeat: o.Repeat, Options: lo}
+	var errs []error
+	for _, e := range o.Engines {
+		le := r.live(ctx, e, cases[0], lo)
+		rep.Engines = append(rep.Engines, le)
+		if le.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e, le.Err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// loadAvg reads /proc/loadavg ("" where there is none).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOptions) (le LiveEngine) {
+	le = LiveEngine{Engine: e, Case: c}
+	srv, err := newServer(ctx, e, r.o)
+	if err != nil {
+		le.Err = err
+		return le
+	}
+	defer srv.close()
+	base := "tqs_bench_" + r.id + "_live"
+	seedName := base + "_seed"
+	now := time.Now().UTC().Truncate(time.Second)
+	r.logf("%s live-load %s %s: seeding", e, c.Name, c.Size())
+	dsn, err := srv.create(ctx, seedName)
+	defer r.drop(srv, seedName)
+	if err == nil {
+		err = seedDatabase(ctx, dsn, c, now)
+	}
+	if err == nil {
+		err = srv.settle(ctx, seedName)
+	}
+	if err != nil {
+		le.Err = fmt.Errorf("seed: %w", err)
+		return le
+	}
+	lr := &liveRun{r: r, srv: srv, c: c, lo: lo, seed: seedName, copyName: base + "_copy", now: now}
+	if e == sqlstore.SQLite {
+		lr.lo.Conns = 1
+	}
+	// Capacity: closed loop on a copy, no pass.
+	le.Capacity, err = lr.capacity(ctx, lo.Conns)
+	if err != nil {
+		le.Err = fmt.Errorf("capacity: %w", err)
+		return le
+	}
+	le.Offered = le.Capacity / 2
+	if lo.Rate > 0 {
+		le.Offered = lo.Rate
+	}
+	lr.rate = le.Offered
+	r.logf("%s live-load: capacity %.0f operations/s with %d connections; offering %.0f/s", e, le.Capacity, lr.lo.Conns, le.Offered)
+	for rep := range r.o.Repeat {
+		le.Load = append(le.Load, loadAvg())
+		var figs []LiveFigure
+		for _, ph := range LivePhases() {
+			if len(lo.Phases) > 0 && !slices.Contains(lo.Phases, ph) {
+				continue
+			}
+			if (ph == LiveMaxDeletes || ph == LiveMaxStatements) && le.MaxDeletes == 0 {
+				r.logf("%s live-load %s: skipped: the limits are set from a default pass, which did not run", e, ph)
+				continue
+			}
+			var args []string
+			switch ph {
+			case LiveTemporal:
+				args = []string{"--compat=temporal"}
+			case LiveMaxDeletes:
+				args = []string{"--max-deletes-per-second", fmt.Sprintf("%.0f", le.MaxDeletes)}
+			case LiveMaxStatements:
+				args = []string{"--max-statements-per-second", fmt.Sprintf("%.0f", le.MaxStatements)}
+			case LiveYield:
+				args = []string{"--yield-to-load"}
+			}
+			f := lr.figure(ctx, ph, args, &le.Warnings)
+			r.logf("%s live-load %s (%d of %d): %d samples over %s in %d rounds: p50 %s p99 %s max %s, lock p99 %s, %.0f ops/s; pass %s; load %s",
+				e, ph, rep+1, r.o.Repeat, f.Samples, round(f.Window), f.Rounds, roundFine(f.P50), roundFine(f.P99), roundFine(f.Max), roundFine(f.LockP99), f.Rate, round(f.Pass.Wall), loadAvg())
+			if f.Err != nil {
+				r.logf("%s live-load %s: %v", e, ph, f.Err)
+				le.Err = errors.Join(le.Err, fmt.Errorf("%s: %w", ph, f.Err))
+			}
+			if ph == LiveDefault && rep == 0 && f.Err == nil {
+				// The limits bind at a quarter of what the default pass did.
+				secs := f.Pass.Wall.Seconds()
+				le.MaxDeletes = max(1, float64(f.Pass.Deleted.Tasks+f.Pass.Deleted.Queues)/secs/4)
+				le.MaxStatements = max(1, float64(f.Pass.Statements)/secs/4)
+			}
+			figs = append(figs, f)
+			if ctx.Err() != nil {
+				le.Reps = append(le.Reps, figs)
+				le.Err = ctx.Err()
+				return le
+			}
+		}
+		le.Reps = append(le.Reps, figs)
+	}
+	return le
+}
+
+// liveRun is one engine's live-load run.
+type liveRun struct {
+	r              *runner
+	srv            server
+	c              Case
+	lo             LiveOptions
+	seed, copyName string
+	now            time.Time
+	rate           float64
+}
+
+func (lr *liveRun) capacity(ctx context.Context, conns int) (float64, error) {
+	dsn, err := lr.srv.copy(ctx, lr.seed, lr.copyName)
+	defer lr.r.drop(lr.srv, lr.copyName)
+	if err != nil {
+		return 0, err
+	}
+	wl, err := openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns)
+	if err != nil {
+		return 0, err
+	}
+	defer wl.close()
+	return wl.capacity(ctx, conns, lr.lo.CapacityFor)
+}
+
+// figure measures one phase: rounds until it holds enough samples.
+func (lr *liveRun) figure(ctx context.Context, ph LivePhase, args []string, warnings *[]string) LiveFigure {
+	f := LiveFigure{Phase: ph, Args: args}
+	var (
+		all    []sample
+		passes []PassResult
+	)
+	for f.Rounds < lr.lo.MaxRounds && len(all) < lr.lo.MinSamples && f.Window < lr.lo.MinDuration {
+		f.Rounds++
+		ss, window, res, failed, err := lr.round(ctx, ph, args, lr.lo.MinSamples-len(all), warnings)
+		f.Failed += failed
+		if err != nil {
+			f.Err = err
+			break
+		}
+		all = append(all, ss...)
+		f.Window += window
+		if ph != LiveNone {
+			passes = append(passes, res)
+		}
+		if res.TimedOut {
+			break // another round would time out too
+		}
+	}
+	if len(passes) > 0 {
+		f.Pass = medianRun(passes)
+	}
+	f.Samples = len(all)
+	var lat, lock []time.Duration
+	var done int
+	for _, s := range all {
+		lat = append(lat, s.lat)
+		if s.kind == opLease || s.kind == opAppend || s.kind == opUpdate {
+			lock = append(lock, s.lock)
+		}
+		if s.ok {
+			done++
+		}
+	}
+	f.P50, f.P99, f.Max = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
+	f.LockP99, f.LockMax = quantile(lock, 0.99), quantile(lock, 1)
+	if f.Window > 0 {
+		f.Rate = float64(done) / f.Window.Seconds()
+	}
+	return f
+}
+
+// quantile returns the q-quantile of ts (nearest rank), sorting ts.
+func quantile(ts []time.Duration, q float64) time.Duration {
+	if len(ts) == 0 {
+		return 0
+	}
+	slices.Sort(ts)
+	i := int(q*float64(len(ts))+0.5) - 1
+	return ts[min(max(i, 0), len(ts)-1)]
+}
+
+// warmup is how long the workload runs on a copy before the pass starts:
+// its connections are open and its first statements planned.
+const warmup = time.Second
+
+// round runs one copy: the workload, and the pass beside it (none for
+// LiveNone, which then runs long enough for want samples, within
+// MinDuration). It returns the samples due while the pass ran.
+func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want int, warnings *[]string) ([]sample, time.Duration, PassResult, int64, error) {
+	var res PassResult
+	dsn, err := lr.srv.copy(ctx, lr.seed, lr.copyName)
+	defer lr.r.drop(lr.srv, lr.copyName)
+	if err != nil {
+		return nil, 0, res, 0, fmt.Errorf("copy: %w", err)
+	}
+	wl, err := openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns)
+	if err != nil {
+		return nil, 0, res, 0, err
+	}
+	defer wl.close()
+	stop := make(chan struct{})
+	got := make(chan []sample, 1)
+	go func() { got <- wl.openLoop(ctx, lr.rate, 4*lr.lo.Conns, stop) }()
+	select {
+	case <-time.After(warmup):
+	case <-ctx.Done():
+	}
+	start := time.Now()
+	if ph == LiveNone {
+		d := min(lr.lo.MinDuration, time.Duration(float64(want)/lr.rate*float64(time.Second))+time.Second)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	} else {
+		res = lr.pass(ctx, dsn, args)
+	}
+	end := time.Now()
+	close(stop)
+	all := <-got
+	var ss []sample
+	for _, s := range all {
+		if !s.due.Before(start) && s.due.Before(end) {
+			ss = append(ss, s)
+		}
+	}
+	failed := wl.errs.Load()
+	if res.Err != nil {
+		return ss, end.Sub(start), res, failed, res.Err
+	}
+	if ctx.Err() != nil {
+		return ss, end.Sub(start), res, failed, ctx.Err()
+	}
+	if failed > 0 {
+		return ss, end.Sub(start), res, failed, fmt.Errorf("workload: %d operations failed, the first: %w", failed, wl.firstErr)
+	}
+	if !res.TimedOut {
+		// The pass deleted what it must and nothing of the workload's.
+		left, _, err := countRows(ctx, dsn)
+		if err != nil {
+			return ss, end.Sub(start), res, failed, err
+		}
+		want := lr.c.want(PassDefault)
+		if ph == LiveNone {
+			want = Rows{Tasks: lr.c.Tasks(), Queues: int64(lr.c.Queues)}
+		}
+		want.Tasks += wl.ledgerTasks()
+		want.Queues += int64(len(wl.queues))
+		if left != want {
+			*warnings = append(*warnings, fmt.Sprintf("%s: the copy held %d tasks and %d queues after the round, want %d and %d", ph, left.Tasks, left.Queues, want.Tasks, want.Queues))
+		}
+	}
+	return ss, end.Sub(start), res, failed, nil
+}
+
+// pass runs one pass with args as a child process on dsn.
+func (lr *liveRun) pass(ctx context.Context, dsn string, args []string) PassResult {
+	r := lr.r
+	statsFile := filepath.Join(r.o.Dir, "stats-"+r.id+".json")
+	os.Remove(statsFile)
+	defer os.Remove(statsFile)
+	measured := filepath.Join(r.o.Dir, "measure-"+r.id+".json")
+	argv := append([]string{"run", "--db", dsn, "--progress", "never", "--log-level", "warn",
+		"--now", lr.now.Format(time.RFC3339Nano), "--stats-json", statsFile}, args...)
+	pctx := ctx
+	if r.o.PassTimeout > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, r.o.PassTimeout)
+		defer cancel()
+	}
+	res := PassResult{Pass: Pass(strings.Join(append([]string{"run"}, args...), " "))}
+	ch, err := runChild(pctx, r.o.Binary, argv, r.o.Env, measured)
+	res.Wall, res.MaxRSS = ch.wall, ch.maxRSS
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		res.TimedOut, res.Wall, err = true, r.o.PassTimeout, nil
+	}
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	st, err := readStats(statsFile)
+	if err != nil {
+		if !res.TimedOut {
+			res.Err = err
+		}
+		return res
+	}
+	res.Statements = st.Statements
+	res.Deleted = Rows{Tasks: st.TasksDeleted, Queues: st.QueuesDeleted}
+	res.Elapsed = time.Duration(st.ElapsedSeconds * float64(time.Second))
+	return res
+}

@@ -1,0 +1,309 @@
+package cli
+
+// The flags of the commands, on spf13/pflag: the groups help shows them in,
+// the value types whose defaults print as a user types them, deprecated
+// aliases, and the suggestion for a mistyped flag.
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// The groups of flags in help, in the order shown.
+const (
+	groupConn     = "Connection"
+	groupTemporal = "Temporal"
+	groupScope    = "What to delete"
+	groupPace     = "Pace and safety"
+	groupDaemon   = "Daemon"
+	groupSchedule = "Schedule"
+	groupOutput   = "Output"
+	groupOther    = "Other"
+)
+
+var groupOrder = []string{groupConn, groupTemporal, groupScope, groupPace, groupDaemon, groupSchedule, groupOutput, groupOther}
+
+// groupKey is the pflag annotation that holds a flag's group.
+const groupKey = "tqscavenger_group"
+
+// aliasKey is the pflag annotation of a deprecated alias: the flag's name.
+const aliasKey = "tqscavenger_alias_of"
+
+// flagGroups registers a command's flags, each in the group help shows it
+// in: adding a flag to a group is one line, g.Pace.IntVar(…).
+type flagGroups struct {
+	fs *pflag.FlagSet
+	// Temporal holds the Temporal client's flags (worker, schedule);
+	// Schedule a Temporal Schedule's own.
+	Conn, Temporal, Scope, Pace, Daemon, Schedule, Output, Other *pflag.FlagSet
+}
+
+// sets are the groups' flag sets, in groupOrder.
+func (g *flagGroups) sets() []*pflag.FlagSet {
+	return []*pflag.FlagSet{g.Conn, g.Temporal, g.Scope, g.Pace, g.Daemon, g.Schedule, g.Output, g.Other}
+}
+
+// newFlagSet is a command's flag set: errors are returned, never printed
+// or exited on, and temporal-sql-tool's --ep is --endpoint.
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.SetNormalizeFunc(normalizeFlag)
+	return fs
+}
+
+// flagAliases are other names of flags on the command line:
+// temporal-sql-tool's --ep.
+var flagAliases = map[string]string{"ep": "endpoint"}
+
+func normalizeFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if to, ok := flagAliases[name]; ok {
+		name = to
+	}
+	return pflag.NormalizedName(name)
+}
+
+func newFlagGroups(fs *pflag.FlagSet) *flagGroups {
+	g := &flagGroups{fs: fs}
+	for _, p := range []**pflag.FlagSet{&g.Conn, &g.Temporal, &g.Scope, &g.Pace, &g.Daemon, &g.Schedule, &g.Output, &g.Other} {
+		*p = newFlagSet(fs.Name())
+	}
+	return g
+}
+
+// done moves the flags registered in each group into the command's flag
+// set, annotated with their group.
+func (g *flagGroups) done() {
+	for i, set := range g.sets() {
+		name := groupOrder[i]
+		set.VisitAll(func(f *pflag.Flag) {
+			if f.Annotations == nil {
+				f.Annotations = map[string][]string{}
+			}
+			f.Annotations[groupKey] = []string{name}
+		})
+	}
+	// In group order, so that the flag set's own order is help's.
+	for _, set := range g.sets() {
+		g.fs.AddFlagSet(set)
+	}
+}
+
+// alias adds old as a hidden, deprecated name of the flag name of fs: it
+// sets the same value, and using it prints a warning (warnAliases).
+func alias(fs *pflag.FlagSet, old, name string) {
+	f := fs.Lookup(name)
+	fs.Var(f.Value, old, "deprecated: use --"+name)
+	a := fs.Lookup(old)
+	a.NoOptDefVal = f.NoOptDefVal
+	a.Hidden = true
+	a.Annotations = map[string][]string{aliasKey: {name}}
+}
+
+// warnAliases warns on w of each deprecated alias the command line used.
+func warnAliases(w io.Writer, cmd string, fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if to := aliasOf(f); to != "" && f.Changed {
+			fmt.Fprintf(w, "tqscavenger %s: warning: --%s is deprecated: use --%s\n", cmd, f.Name, to)
+		}
+	})
+}
+
+// aliasOf returns the flag f is a deprecated alias of, or "".
+func aliasOf(f *pflag.Flag) string {
+	if a := f.Annotations[aliasKey]; len(a) == 1 {
+		return a[0]
+	}
+	return ""
+}
+
+// durationValue is a time.Duration flag that prints as a user types it:
+// 48h, not 48h0m0s, in help, `config` and the status page.
+type durationValue time.Duration
+
+func durationVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+// String is "0" for no duration, which help shows as no default: the
+// text of such a flag says what 0 means.
+func (d *durationValue) String() string {
+	if *d == 0 {
+		return "0"
+	}
+	return shortDuration(time.Duration(*d))
+}
+func (d *durationValue) Type() string { return "duration" }
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 90s, 30m or 48h", s)
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+// multiFlag is a repeatable string flag; a value may also list several,
+// comma-separated.
+type multiFlag struct {
+	vals []string
+	set  bool
+}
+
+func (m *multiFlag) String() string { return strings.Join(m.vals, ",") }
+func (m *multiFlag) Type() string   { return "strings" }
+func (m *multiFlag) Set(v string) error {
+	m.set = true
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			m.vals = append(m.vals, s)
+		}
+	}
+	return nil
+}
+
+// flagSuggestion returns " (did you mean --NAME?)" for an unknown flag
+// close to one of fs's, or "".
+func flagSuggestion(fs *pflag.FlagSet, unknown string) string {
+	unknown = strings.TrimLeft(unknown, "-")
+	unknown, _, _ = strings.Cut(unknown, "=")
+	best, bestD := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Deprecated != "" {
+			return
+		}
+		d := levenshtein(unknown, f.Name)
+		if strings.ReplaceAll(f.Name, "-", "") == strings.ReplaceAll(unknown, "-", "") {
+			d = 0
+		}
+		if d < bestD || (d == bestD && best == "") {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" || bestD > 2 {
+		return ""
+	}
+	return " (did you mean --" + best + "?)"
+}
+
+// levenshtein is the edit distance of a and b.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// writeFlagHelp writes the flags of fs by group, each with its default
+// once: from the flag's value, or in its text where the default depends
+// on the mode (0 means "the default").
+func writeFlagHelp(w io.Writer, fs *pflag.FlagSet) {
+	for _, group := range groupOrder {
+		var flags []*pflag.Flag
+		fs.VisitAll(func(f *pflag.Flag) {
+			g := f.Annotations[groupKey]
+			if f.Hidden || f.Deprecated != "" {
+				return
+			}
+			if (len(g) == 1 && g[0] == group) || (len(g) == 0 && group == groupOther) {
+				flags = append(flags, f)
+			}
+		})
+		if len(flags) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", group)
+		heads := make([]string, len(flags))
+		width := 0
+		for i, f := range flags {
+			heads[i] = flagHead(f)
+			width = max(width, len(heads[i]))
+		}
+		for i, f := range flags {
+			text := f.Usage
+			if d := f.DefValue; !strings.Contains(text, "(default") && d != "" && d != "0" && d != "false" {
+				text += " (default " + d + ")"
+			}
+			writeWrapped(w, fmt.Sprintf("%-*s", width+3, heads[i]), text, 100)
+		}
+	}
+}
+
+// flagHead is how help names a flag: "  -h, --help", "      --grace DURATION".
+func flagHead(f *pflag.Flag) string {
+	h := "      --" + f.Name
+	if f.Shorthand != "" {
+		h = "  -" + f.Shorthand + ", --" + f.Name
+	}
+	if f.Value.Type() == "bool" {
+		return h
+	}
+	if v, ok := valueNames[f.Name]; ok && f.Value.Type() != "duration" {
+		// A duration is DURATION whatever its name: schedule's --jitter
+		// takes no share of the interval, as serve's does.
+		return h + " " + v
+	}
+	if vals, ok := enumValues[f.Name]; ok {
+		return h + " " + strings.Join(vals, "|")
+	}
+	name, _ := pflag.UnquoteUsage(f)
+	switch f.Value.Type() {
+	case "strings":
+		name = "string" // repeatable: the text says so
+	case "float64":
+		name = "number"
+	}
+	return h + " " + strings.ToUpper(name)
+}
+
+// valueNames name the value of flags whose type says too little.
+var valueNames = map[string]string{
+	"db": "DSN", "config": "FILE", "temporal-config": "FILE", "stats-json": "FILE", "result": "FILE",
+	"tls-ca-file": "FILE", "tls-cert-file": "FILE", "tls-key-file": "FILE", "binary": "FILE", "dir": "DIR",
+	"tls-ca-data": "BASE64", "tls-cert-data": "BASE64", "tls-key-data": "BASE64", "tls-server-name": "NAME",
+	"now": "TIME", "queue": "GLOB", "protect": "PREFIX", "namespace": "UUID", "listen": "ADDR",
+	"cron": "EXPR", "jitter": "DURATION|PCT", "endpoint": "HOST", "user": "NAME", "database": "NAME",
+	"connect-attributes": "K=V&...", "temporal-store": "NAME", "plugin": "PLUGIN", "name-prefix": "PREFIX",
+	"partition": "I/N", "checkpoint": "FILE", "setups": "PxW,...",
+	"temporal-address": "HOST:PORT", "temporal-namespace": "NAME", "temporal-task-queue": "NAME", "temporal-api-key": "KEY",
+	"temporal-tls-cert-path": "FILE", "temporal-tls-key-path": "FILE", "temporal-tls-ca-path": "FILE", "temporal-tls-server-name": "NAME",
+	"schedule-id": "ID", "database-identity": "ID",
+}
+
+// writeWrapped writes head and text, wrapped at width with every line
+// after the first indented to head's length.
+func writeWrapped(w io.Writer, head, text string, width int) {
+	line := head
+	indent := strings.Repeat(" ", len(head))
+	for i, word := range strings.Fields(text) {
+		if i > 0 && len(line)+1+len(word) > width {
+			fmt.Fprintln(w, line)
+			line = indent + word
+			continue
+		}
+		if i > 0 {
+			line += " "
+		}
+		line += word
+	}
+	fmt.Fprintln(w, line)
+}

@@ -1,0 +1,74 @@
+package progress
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+)
+
+// item is one part of the progress line; the line drops the items of
+// highest rank first when the terminal is too narrow for all.
+type item struct {
+	text string
+	rank int
+}
+
+// Text is the progress line for a pass's live counts, at most width
+// columns wide (it drops its less important parts first, then cuts).
+// While the listing runs the total has a "+": more queues may come.
+func Text(st scavenger.Stats, dryRun bool, width int) string {
+	e := Of(st)
+	deleted := "deleted"
+	if dryRun {
+		deleted = "deletable"
+	}
+	queues := fmt.Sprintf("%d/%d queues done (%d%%)", e.Done, e.Listed, e.Percent)
+	if !e.Final {
+		queues = fmt.Sprintf("%d/%d+ queues done", e.Done, e.Listed)
+	}
+	items := []item{
+		{queues, 0},
+		{fmt.Sprintf("%d tasks %s", st.TasksDeleted, deleted), 1},
+		{fmt.Sprintf("%.0f/s", e.Rate), 3},
+	}
+	switch {
+	case e.HasLeft:
+		items = append(items, item{"~" + e.Left.String() + " left", 2})
+	case e.Finishing():
+		items = append(items, item{"finishing", 2})
+	}
+	items = append(items,
+		item{fmt.Sprintf("%d queues %s", st.QueuesDeleted, deleted), 4},
+		item{fmt.Sprintf("%d tasks examined", st.TasksProcessed), 5},
+		item{st.Elapsed.Round(time.Second).String() + " elapsed", 6},
+	)
+	prefix := ""
+	if dryRun {
+		prefix = "dry run: "
+	}
+	for rank := 6; ; rank-- {
+		var parts []string
+		for _, it := range items {
+			if it.rank <= rank {
+				parts = append(parts, it.text)
+			}
+		}
+		s := prefix + strings.Join(parts, ", ")
+		if len(s) <= width || rank == 0 {
+			return cut(s, width)
+		}
+	}
+}
+
+// cut shortens s to at most width columns; s is ASCII.
+func cut(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	if len(s) > width {
+		return s[:width]
+	}
+	return s
+}

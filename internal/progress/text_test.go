@@ -1,0 +1,64 @@
+package progress
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+)
+
+func TestOf(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		st   scavenger.Stats
+		want Estimate
+	}{
+		{"nothing yet", scavenger.Stats{}, Estimate{}},
+		{"listing", scavenger.Stats{QueuesListed: 1000, QueuesProcessed: 250, TasksDeleted: 5000, Elapsed: 2 * time.Second},
+			Estimate{Done: 250, Listed: 1000, Percent: 25, Rate: 2500}},
+		{"listed", scavenger.Stats{ListingDone: true, QueuesListed: 2000, QueuesProcessed: 500, TasksDeleted: 41500, Elapsed: 10 * time.Second},
+			Estimate{Done: 500, Listed: 2000, Final: true, Percent: 25, Rate: 4150, Left: 30 * time.Second, HasLeft: true}},
+		{"finishing", scavenger.Stats{ListingDone: true, QueuesListed: 10, QueuesProcessed: 10, Elapsed: time.Second},
+			Estimate{Done: 10, Listed: 10, Final: true, Percent: 100}},
+		{"listed, none done", scavenger.Stats{ListingDone: true, QueuesListed: 10, Elapsed: time.Second},
+			Estimate{Listed: 10, Final: true}},
+	} {
+		if got := Of(c.st); got != c.want {
+			t.Errorf("%s: Of = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	listed := scavenger.Stats{ListingDone: true, QueuesListed: 2000, QueuesProcessed: 500, QueuesDeleted: 400,
+		TasksProcessed: 42000, TasksDeleted: 41500, Elapsed: 10 * time.Second}
+	listing := listed
+	listing.ListingDone = false
+	for _, c := range []struct {
+		name  string
+		st    scavenger.Stats
+		dry   bool
+		width int
+		want  string
+	}{
+		{"wide", listed, false, 200, "500/2000 queues done (25%), 41500 tasks deleted, 4150/s, ~30s left, 400 queues deleted, 42000 tasks examined, 10s elapsed"},
+		{"120 columns", listed, false, 119, "500/2000 queues done (25%), 41500 tasks deleted, 4150/s, ~30s left, 400 queues deleted, 42000 tasks examined"},
+		{"70 columns", listed, false, 69, "500/2000 queues done (25%), 41500 tasks deleted, 4150/s, ~30s left"},
+		{"50 columns", listed, false, 49, "500/2000 queues done (25%), 41500 tasks deleted"},
+		{"20 columns", listed, false, 20, "500/2000 queues done"},
+		{"listing", listing, false, 69, "500/2000+ queues done, 41500 tasks deleted, 4150/s"},
+		{"dry run", listed, true, 69, "dry run: 500/2000 queues done (25%), 41500 tasks deletable, ~30s left"},
+	} {
+		got := Text(c.st, c.dry, c.width)
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+		if len(got) > c.width {
+			t.Errorf("%s: %d columns, more than %d", c.name, len(got), c.width)
+		}
+		if strings.ContainsAny(got, "\r\n\x1b") {
+			t.Errorf("%s: control characters in %q", c.name, got)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package scavenger
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/seed"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// TestYielderAIMD feeds windows of latencies to a yielder and checks its
+// baseline, its multiplicative decreases and additive increases.
+func TestYielderAIMD(t *testing.T) {
+	ms := time.Millisecond
+	y := newYielder(Config{Workers: 4, YieldFactor: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil)
+	steps := []struct {
+		name        string
+		lat         time.Duration // every statement of the window
+		rows        int
+		wantAllowed int
+		wantShare   float64
+		wantBase    time.Duration
+	}{
+		{"first window sets the baseline, slow start", 10 * ms, 100, 1, 1, 10 * ms},
+		{"quiet: one more at once", 12 * ms, 100, 2, 1, 10*ms + 2*ms/8},
+		{"quiet", 10 * ms, 100, 3, 1, 10 * ms},
+		{"quiet", 10 * ms, 100, 4, 1, 10 * ms},
+		{"quiet at the pool's size", 10 * ms, 100, 4, 1, 10 * ms},
+		{"exactly the factor is still quiet", 20 * ms, 100, 4, 1, 10*ms + 10*ms/8},
+		{"over the factor: halve", 30 * ms, 100, 2, 0.5, 10*ms + 10*ms/8},
+		{"over the factor: halve again", 30 * ms, 100, 1, 0.25, 10*ms + 10*ms/8},
+		{"a floor of one at once", 30 * ms, 100, 1, 0.125, 10*ms + 10*ms/8},
+		{"quieter: the baseline follows down, the share grows", 5 * ms, 100, 1, 0.25, 5 * ms},
+		{"another size of result has a baseline of its own", 50 * ms, 1000, 1, 0.25, 50 * ms},
+	}
+	for _, s := range steps {
+		for range yieldSamples {
+			y.observe("ScanTasks", s.rows, s.lat)
+		}
+		w := y.kinds[yieldKind{method: "ScanTasks", size: bitsLen(s.rows)}]
+		if y.allowed != s.wantAllowed || y.share != s.wantShare || w.baseline != s.wantBase {
+			t.Fatalf("%s: allowed %d share %g baseline %s, want %d %g %s", s.name, y.allowed, y.share, w.baseline, s.wantAllowed, s.wantShare, s.wantBase)
+		}
+	}
+	for range 12 * yieldSamples {
+		y.observe("ScanTasks", 100, 5*ms)
+	}
+	if y.share != 1 || y.allowed != 4 {
+		t.Fatalf("after quiet windows: allowed %d share %g, want back to 4 and 1", y.allowed, y.share)
+	}
+	if d, minAllowed, minShare := y.counters(); d != 3 || minAllowed != 1 || minShare != 0.125 {
+		t.Fatalf("counters: %d decreases, least %d at once, least share %g; want 3, 1, 0.125", d, minAllowed, minShare)
+	}
+}
+
+func bitsLen(n int) int {
+	k := 0
+	for ; n > 0; n >>= 1 {
+		k++
+	}
+	return k
+}
+
+// TestYielderSlots: no more than allowed calls run at once, and a waiter
+// leaves at shutdown.
+func TestYielderSlots(t *testing.T) {
+	stop := make(chan struct{})
+	y := newYielder(Config{Workers: 4, YieldFactor: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, stop)
+	ctx := context.Background()
+	if err := y.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// allowed is 1: a second caller waits until shutdown.
+	done := make(chan error)
+	go func() { done <- y.acquire(ctx) }()
+	close(stop)
+	if err := <-done; err != ErrShutdown {
+		t.Fatalf("waiter after shutdown: %v, want ErrShutdown", err)
+	}
+	y.release(ctx, 0)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	y.allowed = 0 // nothing may start: only the context ends the wait
+	if err := y.acquire(cctx); err != context.Canceled {
+		t.Fatalf("acquire with a cancelled context: %v", err)
+	}
+}
+
+// slowStore adds latency to every call from the from-th to the to-th:
+// load that starts and ends while a pass runs.
+type slowStore struct {
+	store.Store
+	from, to int64
+	delay    time.Duration
+	calls    atomic.Int64
+}
+
+func (s *slowStore) wrap(f func()) {
+	n := s.calls.Add(1)
+	if n > s.from && n <= s.to {
+		time.Sleep(s.delay) // the injected fault: a slower database
+	}
+	f()
+}
+
+func (s *slowStore) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) (r []store.ScannedTask, err error) {
+	s.wrap(func() { r, err = s.Store.ScanTasks(ctx, t, after, through, limit) })
+	return r, err
+}
+
+func (s *slowStore) ReadTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) (r []store.TaskRow, err error) {
+	s.wrap(func() { r, err = s.Store.ReadTasks(ctx, t, q, after, limit) })
+	return r, err
+}
+
+func (s *slowStore) DeleteTaskSets(ctx context.Context, t store.Table, sets []store.TaskSet) (n int64, err error) {
+	s.wrap(func() { n, err = s.Store.DeleteTaskSets(ctx, t, sets) })
+	return n, err
+}
+
+func (s *slowStore) DeleteTasks(ctx context.Context, t store.Table, q store.QueueKey, r store.TaskRange, limit int) (n int64, err error) {
+	s.wrap(func() { n, err = s.Store.DeleteTasks(ctx, t, q, r, limit) })
+	return n, err
+}
+
+// TestYieldToLoad runs a pass on a real SQLite file through a store that
+// turns slow for a while: the pass backs off to one statement at a time
+// with pauses, grows back once the latency is gone, and deletes exactly
+// what a pass without the mode deletes.
+func TestYieldToLoad(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	spec := seed.Spec{Queues: 20, TasksPerQueue: 200, Expired: 0.75, IdleAge: 72 * time.Hour, Now: now}
+	run := func(yield bool) (Stats, *slowStore, *yielder) {
+		ctx := context.Background()
+		db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "t.db"), sqlstore.Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := seed.Write(ctx, db, spec); err != nil {
+			t.Fatal(err)
+		}
+		slow := &slowStore{from: 40, to: 80, delay: 20 * time.Millisecond}
+		var y *yielder
+		testHookYield = func(got *yielder) { y = got }
+		defer func() { testHookYield = nil }()
+		cfg := Config{
+			Now: func() time.Time { return now }, Workers: 4, TaskBatchSize: 50, TasksPerJob: 100,
+			YieldToLoad: yield, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Middleware: []store.Middleware{func(next store.Store) store.Store { slow.Store = next; return slow }},
+		}
+		start := time.Now()
+		st, err := New(db, cfg).Run(ctx)
+		t.Logf("yield %v: %s, %d calls", yield, time.Since(start), slow.calls.Load())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, slow, y
+	}
+	off, _, yOff := run(false)
+	if yOff != nil {
+		t.Fatal("a yielder without YieldToLoad")
+	}
+	on, _, y := run(true)
+	if y == nil {
+		t.Fatal("no yielder with YieldToLoad")
+	}
+	if on.TasksDeleted != off.TasksDeleted || on.QueuesDeleted != off.QueuesDeleted || off.TasksDeleted != int64(spec.Queues*spec.TasksPerQueue*3/4) {
+		t.Fatalf("deleted %d tasks and %d queues with the mode, %d and %d without; want %d tasks",
+			on.TasksDeleted, on.QueuesDeleted, off.TasksDeleted, off.QueuesDeleted, spec.Queues*spec.TasksPerQueue*3/4)
+	}
+	decreases, minAllowed, minShare := y.counters()
+	if decreases == 0 || minAllowed != 1 || minShare >= 1 {
+		t.Fatalf("with the store slow: %d decreases, least %d at once, least share %g; want a back-off to 1 and a share under 1", decreases, minAllowed, minShare)
+	}
+	if y.increases == 0 {
+		t.Fatal("no increase after the store was fast again")
+	}
+}
