@@ -7,6 +7,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
@@ -21,10 +22,14 @@ func (d *Daemon) pass(ctx context.Context) {
 	id := d.lastID
 	d.state = Running
 	d.next = time.Time{}
+	// The configuration at the pass's start: a reload during it changes
+	// only what Reconfigure says it does. The lock is the partition's of
+	// this snapshot, so the pass runs over the range it locked.
+	cfg, shutdownTimeout := d.cfg.Scavenger, d.cfg.ShutdownTimeout
 	d.mu.Unlock()
 	log := d.log.With("pass", id)
 
-	lock, err := d.cfg.DB.Lock(ctx, false)
+	lock, err := d.lock(ctx, cfg.Partition)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -49,11 +54,6 @@ func (d *Daemon) pass(ctx context.Context) {
 		log.Debug("lock released")
 	}()
 
-	// The configuration at the pass's start: a reload during it changes
-	// only what Reconfigure says it does.
-	d.mu.Lock()
-	cfg, shutdownTimeout := d.cfg.Scavenger, d.cfg.ShutdownTimeout
-	d.mu.Unlock()
 	cfg.Logger = log
 	// The pass checks the lock as it goes, and stops if it is lost.
 	cfg.Lock = lock
@@ -132,6 +132,19 @@ func (d *Daemon) pass(ctx context.Context) {
 		rec.Outcome, rec.Err = Failed, r.err.Error()
 	}
 	d.finish(rec, 0)
+}
+
+// lock takes the lock of the pass's part of the hash space: the whole
+// pass's lock, or partition p's range lock.
+func (d *Daemon) lock(ctx context.Context, p scavenger.Partition) (store.Lock, error) {
+	if p.Whole() {
+		return d.cfg.DB.Lock(ctx, false)
+	}
+	rl, ok := d.cfg.DB.(store.RangeLocker)
+	if !ok {
+		return nil, fmt.Errorf("partition %s: the database (%T) has no range locks", p, d.cfg.DB)
+	}
+	return rl.LockRange(ctx, p.Range(), false)
 }
 
 // sameTunables reports whether a and b have the same settings

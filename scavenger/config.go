@@ -1,6 +1,7 @@
 package scavenger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,6 +142,22 @@ type Config struct {
 	// time counts as a lost lock. Default 3s.
 	LockCheckTimeout time.Duration
 
+	// Resume, if set, is the checkpoint of an earlier pass to go on from:
+	// each walk starts after its position, and walks it marks done are
+	// skipped. Run refuses (ErrCheckpointMismatch) a checkpoint of another
+	// database (the store must implement store.Identifier), partition or
+	// settings of what to delete.
+	Resume *Checkpoint
+	// Checkpoint, if set, receives the pass's positions as they advance
+	// (at most every CheckpointInterval, at once when a walk is done, and
+	// when the pass ends before it completes), one call at a time. An
+	// error is logged and the pass goes on. A pass that completes has
+	// nothing left to resume: the caller clears what it saved.
+	Checkpoint func(ctx context.Context, cp Checkpoint) error
+	// CheckpointInterval bounds how often Checkpoint is called. Default
+	// 1s.
+	CheckpointInterval time.Duration
+
 	// Middleware wraps the store of every pass, outermost first, inside
 	// the pass's own shutdown gate and rate limits. It exists for tests
 	// and embedders: to inject faults, hold a call until something has
@@ -154,6 +171,9 @@ type Config struct {
 	// Namespaces limits a pass to queues (and orphans) of these
 	// namespaces. Default: all.
 	Namespaces []wire.NamespaceID
+	// Partition limits a pass to one part of the range_hash space (see
+	// Partition). Default: the whole space.
+	Partition Partition
 	// QueueGlob limits a pass to queues whose name matches this
 	// path.Match pattern. Default: all. Orphans have no name: a pass with
 	// a QueueGlob skips the orphan scan.
@@ -238,6 +258,7 @@ func (c Config) WithDefaults() Config {
 	c.RetryFor = orDefault(c.RetryFor, DefaultRetryFor)
 	c.LockCheckInterval = orDefault(c.LockCheckInterval, DefaultLockCheckInterval)
 	c.LockCheckTimeout = orDefault(c.LockCheckTimeout, DefaultLockCheckTimeout)
+	c.CheckpointInterval = orDefault(c.CheckpointInterval, DefaultCheckpointInterval)
 	if c.YieldFactor <= 0 {
 		c.YieldFactor = DefaultYieldFactor
 	}
@@ -302,6 +323,9 @@ func (c Config) Validate() error {
 		if _, err := path.Match(c.QueueGlob, ""); err != nil {
 			return fmt.Errorf("queue glob %q: %w", c.QueueGlob, err)
 		}
+	}
+	if err := c.Partition.Validate(); err != nil {
+		return err
 	}
 	for _, t := range c.Tables {
 		if t != store.V1 && t != store.V2 {

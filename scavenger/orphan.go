@@ -20,8 +20,7 @@ const orphanPageSize = 1000
 // valid split of the id into row id and subqueue index); if none exists
 // its tasks are orphans and a job scavenges them. Memory stays one page of
 // ids, whatever the number of queues.
-func (p *pass) scanOrphans(ctx context.Context, t store.Table) error {
-	var after *store.QueueKey
+func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.QueueKey, m *walkMark) error {
 	for {
 		var refs []store.TaskQueueRef
 		err := p.retry(ctx, "list task queue ids", func() (err error) {
@@ -31,6 +30,12 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table) error {
 		if err != nil {
 			return fmt.Errorf("list %s task queue ids: %w", t, err)
 		}
+		n, more := p.clip(len(refs), orphanPageSize, func(i int) store.QueueKey { return refs[i].QueueKey })
+		refs = refs[:n]
+		if n == 0 {
+			return nil
+		}
+		pg := m.open()
 		for _, ref := range refs {
 			if ref.HasQueueRow || !p.namespaceInScope(ref.ID) {
 				continue
@@ -42,14 +47,15 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table) error {
 			if !orphan {
 				continue
 			}
-			if err := p.ex.Submit(ctx, &orphanJob{p: p, table: t, key: ref.QueueKey, parents: parents}); err != nil {
+			if err := p.ex.Submit(ctx, m.track(pg, &orphanJob{p: p, table: t, key: ref.QueueKey, parents: parents})); err != nil {
 				return err
 			}
 		}
-		if len(refs) < orphanPageSize {
+		k := refs[len(refs)-1].QueueKey
+		m.seal(ctx, pg, k)
+		if !more {
 			return nil
 		}
-		k := refs[len(refs)-1].QueueKey
 		after = &k
 	}
 }

@@ -175,8 +175,22 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 
 	p := &pass{cfg: s.cfg, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st = s.stack(&p.refused)
+	p.rng = s.cfg.Partition.Range()
 	log := s.cfg.Logger
-	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun)
+	if s.cfg.Resume != nil || s.cfg.Checkpoint != nil {
+		id, err := s.identity(ctx)
+		if err != nil {
+			return Stats{Outcome: Failed}, err
+		}
+		if s.cfg.Resume != nil {
+			if err := s.cfg.Resume.match(s.cfg, id); err != nil {
+				return Stats{Outcome: Failed}, err
+			}
+			log.Info("resuming from checkpoint", "partition", s.cfg.Partition.String(), "positions", s.cfg.Resume.Walks)
+		}
+		p.ckpt = newCheckpointer(s.cfg, id)
+	}
+	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun, "partition", s.cfg.Partition.String())
 	if s.cfg.Lock != nil {
 		stopWatch := watchLock(ctx, s.cfg, hard)
 		defer stopWatch()
@@ -190,6 +204,11 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 		}
 	}
 	ex.Stop()
+	// What the jobs finished since the last checkpoint, for a pass that
+	// ends before it is done; a completed pass's caller clears it.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	p.ckpt.flush(fctx)
+	cancel()
 	st := s.Stats()
 	st.Elapsed = time.Since(st.Started)
 	st.Outcome, err = outcome(ctx, st, err, s.closed() && (err != nil || p.refused.Load() > 0))
@@ -297,6 +316,23 @@ type pass struct {
 	// scavenges them.
 	present []store.Table
 	batch   *batcher
+	// rng is the part of the range_hash space the pass covers.
+	rng store.HashRange
+	// ckpt keeps the walks' low-water marks; nil without Config.Checkpoint.
+	ckpt *checkpointer
+}
+
+// identity names the store's database for checkpoints.
+func (s *Scavenger) identity(ctx context.Context) (string, error) {
+	idr, ok := s.st.(store.Identifier)
+	if !ok {
+		return "", fmt.Errorf("checkpoints: the store (%T) cannot tell which database it is (store.Identifier)", s.st)
+	}
+	id, err := idr.Identity(ctx)
+	if err != nil {
+		return "", fmt.Errorf("checkpoints: identify the database: %w", err)
+	}
+	return id, nil
 }
 
 func (p *pass) run(ctx context.Context) error {
@@ -313,38 +349,89 @@ func (p *pass) run(ctx context.Context) error {
 	// pass left in v2, not by tasks it was about to delete.
 	tables = slices.Clone(tables)
 	slices.SortFunc(tables, func(a, b store.Table) int { return int(b) - int(a) })
+	// Every walk's mark exists from the start, so that each checkpoint
+	// holds every position, the resumed ones of walks not yet reached
+	// included.
+	orphans := p.cfg.Orphans != OrphansNone && p.cfg.QueueGlob == ""
+	marks := make([]*walkMark, len(tables))
+	orphanMarks := make([]*walkMark, len(tables))
+	for i, t := range tables {
+		marks[i] = p.ckpt.walk(p.cfg.Resume.position(WalkQueues, t))
+	}
+	for i, t := range tables {
+		if orphans {
+			orphanMarks[i] = p.ckpt.walk(p.cfg.Resume.position(WalkOrphans, t))
+		}
+	}
 	for i, t := range tables {
 		if i > 0 {
 			if err := p.ex.Wait(ctx); err != nil {
 				return err
 			}
+			marks[i-1].done(ctx)
 		}
-		if err := p.listQueues(ctx, t); err != nil {
+		pos := p.cfg.Resume.position(WalkQueues, t)
+		if pos.Done {
+			continue
+		}
+		if err := p.listQueues(ctx, t, p.start(pos), marks[i]); err != nil {
 			return err
 		}
 	}
 	p.c.listingDone.Store(true)
-	if p.cfg.Orphans == OrphansNone || p.cfg.QueueGlob != "" {
+	if err := p.ex.Wait(ctx); err != nil {
+		return err
+	}
+	if len(marks) > 0 {
+		marks[len(marks)-1].done(ctx)
+	}
+	if !orphans {
 		return nil
 	}
 	// Orphans are looked for once every queue job is done, so a queue
 	// deleted by this pass is judged by the rows it left.
-	if err := p.ex.Wait(ctx); err != nil {
-		return err
-	}
-	for _, t := range tables {
-		if err := p.scanOrphans(ctx, t); err != nil {
+	for i, t := range tables {
+		pos := p.cfg.Resume.position(WalkOrphans, t)
+		if pos.Done {
+			continue
+		}
+		if err := p.scanOrphans(ctx, t, p.start(pos), orphanMarks[i]); err != nil {
 			return err
 		}
+		if err := p.ex.Wait(ctx); err != nil {
+			return err
+		}
+		orphanMarks[i].done(ctx)
 	}
 	return nil
+}
+
+// start is where a walk from pos begins: after its position, or at the
+// first hash of the pass's range.
+func (p *pass) start(pos WalkPosition) *store.QueueKey {
+	if pos.After != nil {
+		k := *pos.After
+		return &k
+	}
+	return p.rng.Start()
+}
+
+// clip drops the keys past the pass's range from a page of n listed keys,
+// key(i) giving the i-th, and reports how many remain and whether the
+// listing goes on after them.
+func (p *pass) clip(n, limit int, key func(i int) store.QueueKey) (keep int, more bool) {
+	for i := 0; i < n; i++ {
+		if key(i).RangeHash > p.rng.Hi {
+			return i, false
+		}
+	}
+	return n, n >= limit
 }
 
 // listQueues walks the queue table t in primary-key order and submits one
 // job per row. Submit blocks while the workers are busy, so at most a page
 // and the run queue of rows are in memory.
-func (p *pass) listQueues(ctx context.Context, t store.Table) error {
-	var after *store.QueueKey
+func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.QueueKey, m *walkMark) error {
 	for {
 		var rows []store.QueueRow
 		err := p.retry(ctx, "list queues", func() (err error) {
@@ -354,6 +441,12 @@ func (p *pass) listQueues(ctx context.Context, t store.Table) error {
 		if err != nil {
 			return fmt.Errorf("list %s queues: %w", t, err)
 		}
+		n, more := p.clip(len(rows), p.cfg.ListPageSize, func(i int) store.QueueKey { return rows[i].QueueKey })
+		rows = rows[:n]
+		if n == 0 {
+			return nil
+		}
+		pg := m.open()
 		// In tqscavenger's mode, queues with one subqueue are scavenged a
 		// page at a time by a windowJob; the rest, and every queue in
 		// Temporal's mode, by a queueJob each.
@@ -368,19 +461,20 @@ func (p *pass) listQueues(ctx context.Context, t store.Table) error {
 				window = append(window, j)
 				continue
 			}
-			if err := p.ex.Submit(ctx, j); err != nil {
+			if err := p.ex.Submit(ctx, m.track(pg, j)); err != nil {
 				return err
 			}
 		}
 		if len(window) > 0 {
-			if err := p.ex.Submit(ctx, p.newWindowJob(t, window)); err != nil {
+			if err := p.ex.Submit(ctx, m.track(pg, p.newWindowJob(t, window))); err != nil {
 				return err
 			}
 		}
-		if len(rows) < p.cfg.ListPageSize {
+		k := rows[len(rows)-1].QueueKey
+		m.seal(ctx, pg, k)
+		if !more {
 			return nil
 		}
-		k := rows[len(rows)-1].QueueKey
 		after = &k
 	}
 }

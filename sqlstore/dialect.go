@@ -110,6 +110,20 @@ func (b *builder) String() string { return b.sb.String() }
 // gt writes (cols) > (vals) in a form the engine turns into an index range.
 func (b *builder) gt(cols []string, vals []any) *builder { return b.cmp(cols, vals, ">") }
 
+// whereAfter writes the keyset condition of a listing that starts after
+// the queue key after: nothing for nil (from the first row), every row of
+// after's range_hash and above for a nil ID (store.HashRange.Start), else
+// the rows after the key.
+func (b *builder) whereAfter(after *store.QueueKey) *builder {
+	switch {
+	case after == nil:
+		return b
+	case after.ID == nil:
+		return b.w(" WHERE range_hash >= ").p(int64(after.RangeHash))
+	}
+	return b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
+}
+
 // cmp writes a lexicographic comparison of cols against vals; op is one of
 // > >= < <=.
 func (b *builder) cmp(cols []string, vals []any, op string) *builder {

@@ -130,3 +130,18 @@ func IdentityLockFile(path string) (string, error) {
 	id, err := fileIdentity(path)
 	return filepath.Join(lockDir(), id+".lock"), err
 }
+
+// Cover is cover, as the ranges of its cells, and Ancestors ancestors,
+// likewise.
+func Cover(r store.HashRange) []store.HashRange { return cellRanges(cover(r)) }
+
+func Ancestors(r store.HashRange) []store.HashRange { return cellRanges(ancestors(cover(r))) }
+
+func cellRanges(cells []cell) []store.HashRange {
+	out := make([]store.HashRange, len(cells))
+	for i, c := range cells {
+		lo := c.index << c.level
+		out[i] = store.HashRange{Lo: uint32(lo), Hi: uint32(lo + 1<<c.level - 1)}
+	}
+	return out
+}

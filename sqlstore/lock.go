@@ -18,6 +18,8 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
+var _ store.RangeLocker = (*DB)(nil)
+
 // lockName is the advisory lock's name (MySQL) and, hashed, key (PostgreSQL).
 const lockName = "tqscavenger"
 
@@ -36,8 +38,20 @@ const lockName = "tqscavenger"
 // while it works (scavenger.Config.Lock). The lock also ends with the
 // process.
 func (s *DB) Lock(ctx context.Context, wait bool) (store.Lock, error) {
+	return s.LockRange(ctx, store.FullRange, wait)
+}
+
+// LockRange implements store.RangeLocker: the lock of the part r of the
+// range_hash space, for a partition's pass. Overlapping ranges exclude
+// each other, disjoint ones do not, and every range lock excludes (and is
+// excluded by) the whole-pass lock of Lock, this version's and older
+// ones'. See rangelock.go for each engine's scheme.
+func (s *DB) LockRange(ctx context.Context, r store.HashRange, wait bool) (store.Lock, error) {
+	if r.Lo > r.Hi {
+		return nil, fmt.Errorf("lock: empty range %s", r)
+	}
 	for {
-		l, err := s.tryLock(ctx)
+		l, err := s.tryLock(ctx, r)
 		if err == nil || !errors.Is(err, store.ErrLocked) || !wait {
 			return l, err
 		}
@@ -51,22 +65,27 @@ func (s *DB) Lock(ctx context.Context, wait bool) (store.Lock, error) {
 	}
 }
 
-func (s *DB) tryLock(ctx context.Context) (store.Lock, error) {
+func (s *DB) tryLock(ctx context.Context, r store.HashRange) (store.Lock, error) {
 	switch s.d.engine {
 	case SQLite:
 		if s.dsn.Path == "" {
 			return nil, errors.New("lock: the SQLite database has no file to put a lock file beside")
 		}
+		if !r.Full() {
+			return lockSQLiteRange(s.dsn.Path, r)
+		}
 		return lockSQLite(s.dsn.Path)
 	case Postgres:
+		if !r.Full() {
+			return s.lockPostgresRange(ctx, r)
+		}
 		// The key is computed by the server from the schema the lock's own
 		// connection resolves the tables in, so it is the same for every
 		// scavenger of those tables, whatever its DSN says. The key, try and
 		// release are those of every version of tqscavenger, so that an old
 		// and a new one exclude each other.
-		const key = "('x' || substr(md5('" + lockName + ".' || current_schema()), 1, 16))::bit(64)::bigint"
 		return s.lockConn(ctx, &serverLock{
-			key:     "SELECT " + key,
+			key:     "SELECT " + postgresLockKey,
 			try:     "SELECT pg_try_advisory_lock($1)",
 			release: "SELECT pg_advisory_unlock($1)",
 			// A bigint key is held as (classid, objid) = its high and low 32
@@ -76,14 +95,12 @@ func (s *DB) tryLock(ctx context.Context) (store.Lock, error) {
 				" AND classid = (($1::bigint >> 32) & 4294967295)::oid AND objid = ($1::bigint & 4294967295)::oid AND objsubid = 1",
 		})
 	default:
-		return s.lockConn(ctx, &serverLock{
-			name:    mysqlLockName(s.dsn.Database()),
-			try:     "SELECT COALESCE(GET_LOCK(?, 0), 0) = 1",
-			release: "SELECT RELEASE_LOCK(?)",
-			check:   "SELECT COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0)",
-		})
+		return s.lockMySQLRange(ctx, r)
 	}
 }
+
+// postgresLockKey is the advisory lock key of every version's whole pass.
+const postgresLockKey = "('x' || substr(md5('" + lockName + ".' || current_schema()), 1, 16))::bit(64)::bigint"
 
 // mysqlLockName names the lock of database db. MySQL allows 64 characters:
 // a longer name is shortened to a hash, not cut, so that two databases
@@ -99,13 +116,18 @@ func mysqlLockName(db string) string {
 
 // serverLock is a session-level advisory lock: the statements that take,
 // check and release it, each with one argument: name, or the key that
-// the statement key returns.
+// the statement key returns. A range lock (rangelock.go) is several locks
+// of one session, checked and released by the statements check and
+// release with checkArgs and releaseArgs.
 type serverLock struct {
 	name, key, try, check, release string
 
-	arg  any
-	pool *sql.DB
-	conn *sql.Conn
+	arg                    any
+	checkArgs, releaseArgs []any
+	// lostWhy says what a check that answers "no" means.
+	lostWhy string
+	pool    *sql.DB
+	conn    *sql.Conn
 
 	mu   sync.Mutex
 	lost error // set once a check failed: the lock is not had back
@@ -145,6 +167,7 @@ func (s *DB) lockConn(ctx context.Context, l *serverLock) (_ store.Lock, err err
 		l.conn.Close()
 		return nil, fmt.Errorf("%w on %s", store.ErrLocked, s.dsn)
 	}
+	l.checkArgs, l.releaseArgs = []any{l.arg}, []any{l.arg}
 	return l, nil
 }
 
@@ -167,7 +190,7 @@ func (l *serverLock) Check(ctx context.Context) error {
 	ch := make(chan answer, 1)
 	go func() {
 		var a answer
-		a.err = l.conn.QueryRowContext(ctx, l.check, l.arg).Scan(&a.held)
+		a.err = l.conn.QueryRowContext(ctx, l.check, l.checkArgs...).Scan(&a.held)
 		ch <- a
 	}()
 	var a answer
@@ -181,7 +204,11 @@ func (l *serverLock) Check(ctx context.Context) error {
 	case a.err != nil:
 		l.lost = fmt.Errorf("%w: the lock's session did not say it holds it: %w", store.ErrLockLost, a.err)
 	case !a.held:
-		l.lost = fmt.Errorf("%w: the lock's session no longer holds it", store.ErrLockLost)
+		why := l.lostWhy
+		if why == "" {
+			why = "the lock's session no longer holds it"
+		}
+		l.lost = fmt.Errorf("%w: %s", store.ErrLockLost, why)
 	}
 	return l.lost
 }
@@ -199,7 +226,7 @@ func (l *serverLock) Unlock() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := l.conn.ExecContext(ctx, l.release, l.arg); err != nil {
+	if _, err := l.conn.ExecContext(ctx, l.release, l.releaseArgs...); err != nil {
 		// The server drops a session's locks with the session.
 		discard(l.conn)
 		return fmt.Errorf("release the lock (the connection that held it is closed): %w", err)
@@ -307,6 +334,8 @@ func (l *fileLock) Unlock() error {
 type heldFile struct {
 	path string
 	f    *os.File
+	// release, if set, releases a shared or range lock (else unlockFile).
+	release func() error
 }
 
 // lockFile takes an exclusive lock on the file at path, creating it if
@@ -344,4 +373,79 @@ func (h *heldFile) still() error {
 
 // unlock releases the lock. Unlocking before removing would let another
 // process lock the file we then delete; the file is kept.
-func (h *heldFile) unlock() error { return unlockFile(h.f) }
+func (h *heldFile) unlock() error {
+	if h.release != nil {
+		return h.release()
+	}
+	return unlockFile(h.f)
+}
+
+// lockSQLiteRange locks the part r of the SQLite database at path's hash
+// space: the two lock files of lockSQLite in shared mode (so that a whole
+// pass, which takes them exclusively, this version's or an older one's,
+// excludes it and is excluded), and the bytes [r.Lo, r.Hi] of two range
+// files beside them (path + ".tqscavenger.ranges", and one named from
+// the file's identity), which map the hash space onto byte offsets: two
+// ranges conflict exactly when their bytes overlap. On Linux these are
+// open file description locks (F_OFD_SETLK: per open file, as flock, so
+// two passes of one process exclude each other too, and closing another
+// descriptor drops nothing); where the system has none, the range file is
+// locked whole, so that partitions of one SQLite database run one at a
+// time (SQLite has one writer anyway).
+func lockSQLiteRange(path string, r store.HashRange) (store.Lock, error) {
+	id, err := fileIdentity(path)
+	if err != nil {
+		return nil, fmt.Errorf("lock: identity of %s: %w", path, err)
+	}
+	if err := os.MkdirAll(lockDir(), 0o777); err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	os.Chmod(lockDir(), 0o777|os.ModeSticky)
+	l := &fileLock{db: path, id: id}
+	for _, f := range []struct {
+		path   string
+		shared bool
+	}{
+		{path + ".tqscavenger.lock", true},
+		{filepath.Join(lockDir(), id+".lock"), true},
+		{path + ".tqscavenger.ranges", false},
+		{filepath.Join(lockDir(), id+".ranges"), false},
+	} {
+		h, err := lockPart(f.path, f.shared, r)
+		if err != nil {
+			l.Unlock()
+			return nil, err
+		}
+		l.files = append(l.files, h)
+	}
+	return l, nil
+}
+
+// lockPart takes a shared lock of the whole file at path, or an exclusive
+// lock of its bytes [r.Lo, r.Hi], without waiting.
+func lockPart(path string, shared bool, r store.HashRange) (*heldFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	var busy bool
+	var release func() error
+	if shared {
+		busy, err = tryLockFileShared(f)
+		release = func() error { return unlockFile(f) }
+	} else {
+		busy, release, err = tryLockRange(f, r)
+	}
+	if err != nil {
+		f.Close()
+		if busy {
+			what := "a whole pass"
+			if !shared {
+				what = "a pass over a range overlapping " + r.String()
+			}
+			return nil, fmt.Errorf("%w: %s holds it (lock file %s)", store.ErrLocked, what, path)
+		}
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	return &heldFile{path: path, f: f, release: release}, nil
+}

@@ -18,6 +18,12 @@ func tryLockFile(f *os.File) (busy bool, err error) {
 	return errors.Is(err, syscall.EWOULDBLOCK), err
 }
 
+// tryLockFileShared takes a shared flock on f without waiting.
+func tryLockFileShared(f *os.File) (busy bool, err error) {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	return errors.Is(err, syscall.EWOULDBLOCK), err
+}
+
 // unlockFile releases the lock by closing f: the lock belongs to the open
 // file.
 func unlockFile(f *os.File) error { return f.Close() }

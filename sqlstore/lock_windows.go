@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/tqscavenger/tqscavenger/store"
 )
 
 // allBytes locks the whole file, as far as it may ever grow.
@@ -19,6 +21,30 @@ func tryLockFile(f *os.File) (busy bool, err error) {
 	err = windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY,
 		0, allBytes, allBytes, new(windows.Overlapped))
 	return errors.Is(err, windows.ERROR_LOCK_VIOLATION), err
+}
+
+// tryLockFileShared takes a shared lock on f without waiting.
+func tryLockFileShared(f *os.File) (busy bool, err error) {
+	err = windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_FAIL_IMMEDIATELY,
+		0, allBytes, allBytes, new(windows.Overlapped))
+	return errors.Is(err, windows.ERROR_LOCK_VIOLATION), err
+}
+
+// tryLockRange takes an exclusive lock of the bytes [r.Lo, r.Hi] of f
+// without waiting: LockFileEx locks byte ranges per handle.
+func tryLockRange(f *os.File, r store.HashRange) (busy bool, release func() error, err error) {
+	n := uint64(r.Hi) - uint64(r.Lo) + 1
+	lenLow, lenHigh := uint32(n), uint32(n>>32)
+	ov := func() *windows.Overlapped { return &windows.Overlapped{Offset: r.Lo} }
+	h := windows.Handle(f.Fd())
+	err = windows.LockFileEx(h, windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, lenLow, lenHigh, ov())
+	if err != nil {
+		return errors.Is(err, windows.ERROR_LOCK_VIOLATION), nil, err
+	}
+	return false, func() error {
+		err := windows.UnlockFileEx(h, 0, lenLow, lenHigh, ov())
+		return errors.Join(err, f.Close())
+	}, nil
 }
 
 // unlockFile releases the lock and closes f. Closing alone would release it

@@ -45,9 +45,7 @@ var postgresDialect = &dialect{
 	// planner cannot turn into a hash of the whole queue table per page.
 	listTaskQueueIDs: func(b *builder, t store.Table, after *store.QueueKey, limit int) *builder {
 		b.w("WITH RECURSIVE d (range_hash, task_queue_id, n) AS ((SELECT range_hash, task_queue_id, 1 FROM ", taskTable(t))
-		if after != nil {
-			b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
-		}
+		b.whereAfter(after)
 		b.w(" ORDER BY range_hash, task_queue_id LIMIT 1) UNION ALL SELECT x.range_hash, x.task_queue_id, d.n + 1 FROM d, LATERAL (SELECT t.range_hash, t.task_queue_id FROM ",
 			taskTable(t), " t WHERE (t.range_hash, t.task_queue_id) > (d.range_hash, d.task_queue_id) ORDER BY t.range_hash, t.task_queue_id LIMIT 1) x WHERE d.n < ").p(limit)
 		return b.w(") SELECT d.range_hash, d.task_queue_id, CASE WHEN q.one IS NULL THEN 0 ELSE 1 END FROM d LEFT JOIN LATERAL (SELECT 1 AS one FROM ",

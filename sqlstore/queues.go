@@ -61,9 +61,7 @@ func (s *DB) ListQueues(ctx context.Context, t store.Table, after *store.QueueKe
 func (s *DB) listQueuesSQL(t store.Table, after *store.QueueKey, limit int) *builder {
 	b := s.newBuilder()
 	b.w("SELECT range_hash, task_queue_id, range_id, data, data_encoding FROM ", queueTable(t))
-	if after != nil {
-		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
-	}
+	b.whereAfter(after)
 	return b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit)
 }
 

@@ -135,9 +135,7 @@ func (s *DB) listTaskQueueIDsSQL(t store.Table, after *store.QueueKey, limit int
 	}
 	b.w("SELECT d.range_hash, d.task_queue_id, CASE WHEN EXISTS (SELECT 1 FROM ", queueTable(t),
 		" q WHERE q.range_hash = d.range_hash AND q.task_queue_id = d.task_queue_id) THEN 1 ELSE 0 END FROM (SELECT DISTINCT range_hash, task_queue_id FROM ", taskTable(t))
-	if after != nil {
-		b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
-	}
+	b.whereAfter(after)
 	return b.w(" ORDER BY range_hash, task_queue_id LIMIT ").p(limit).w(") d ORDER BY d.range_hash, d.task_queue_id")
 }
 

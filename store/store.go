@@ -42,7 +42,9 @@ type Store interface {
 	Tables(ctx context.Context) ([]Table, error)
 
 	// ListQueues returns up to limit queue rows of table t in primary-key
-	// order, starting after the key after (nil: from the first row).
+	// order, starting after the key after (nil: from the first row). An
+	// after with a nil ID starts before every row of its range_hash (see
+	// HashRange.Start): how a partition's listing starts at its first hash.
 	ListQueues(ctx context.Context, t Table, after *QueueKey, limit int) ([]QueueRow, error)
 
 	// GetQueue reads one queue row, or returns an error wrapping
@@ -65,7 +67,9 @@ type Store interface {
 	// task_queue_id) pairs of the task table t in primary-key order,
 	// starting after the key after (nil: from the first), each with
 	// whether a queue row of exactly that key exists. It is how orphaned
-	// tasks are found without holding every queue id in memory.
+	// tasks are found without holding every queue id in memory. An after
+	// with a nil ID starts before every id of its range_hash, as in
+	// ListQueues.
 	ListTaskQueueIDs(ctx context.Context, t Table, after *QueueKey, limit int) ([]TaskQueueRef, error)
 
 	// DeleteTaskSets deletes every task of each set and returns how many

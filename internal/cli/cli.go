@@ -101,7 +101,7 @@ type env struct {
 }
 
 func commands() []command {
-	return []command{
+	return append([]command{
 		{name: "run", summary: "make one scavenger pass over a database", usage: "--db DSN [flags]", flags: runFlags},
 		{name: "report", summary: "read-only inventory of a database, and what each mode would delete", usage: "--db DSN [flags]", flags: reportFlags},
 		{name: "demo", summary: "create a demo SQLite database, scavenge it, show before and after", usage: "[--db PATH]", flags: demoFlags, noEnv: []string{"db"}},
@@ -115,12 +115,13 @@ func commands() []command {
 		{name: "bench", summary: "time passes against Temporal's settings and the raw bound on seeded databases", usage: "[flags]", flags: benchFlags, subs: []command{
 			{name: "raw", summary: "the raw bound's pass alone", usage: "--db DSN [flags]", flags: benchRawFlags},
 			{name: "measure", summary: "run a command, write its time and peak RSS", usage: "--result FILE -- COMMAND [ARG…]", flags: benchMeasureFlags, args: func([]string) error { return nil }},
+			{name: "partitions", summary: "time N processes, each a partition, over one PostgreSQL database", usage: "[flags]", flags: benchPartitionsFlags},
 		}},
 		{name: "serve", summary: "run passes on a schedule, with /metrics, a status page and health checks", usage: "--db DSN [flags]", flags: serveCmdFlags,
 			long: "SIGHUP re-reads the --config file and applies the new settings; see `config`."},
 		{name: "config", summary: "print the configuration serve would run with, and where each value came from", usage: "[serve flags]", flags: configCmdFlags},
 		{name: "version", summary: "print the version, VCS revision and Go version of this build", usage: "", flags: func(*flagGroups) runFunc { return versionCmd }},
-	}
+	}, temporalCommands()...)
 }
 
 // Main runs the command line args and returns the exit status.
@@ -215,13 +216,14 @@ func newRoot(ctx context.Context, e *env) *cobra.Command {
 	})
 	root.CompletionOptions.HiddenDefaultCmd = false
 	for _, c := range commands() {
-		root.AddCommand(c.cobra(ctx, e))
+		root.AddCommand(c.cobra(ctx, e, ""))
 	}
 	return root
 }
 
-// cobra returns c as a cobra command.
-func (c command) cobra(ctx context.Context, e *env) *cobra.Command {
+// cobra returns c as a cobra command; parent is the name of the command
+// c is a sub-command of, or "".
+func (c command) cobra(ctx context.Context, e *env, parent string) *cobra.Command {
 	cc := &cobra.Command{
 		Use:   strings.TrimSpace(c.name + " " + c.usage),
 		Short: c.summary,
@@ -234,6 +236,11 @@ func (c command) cobra(ctx context.Context, e *env) *cobra.Command {
 		},
 	}
 	fs := cc.Flags()
+	if parent != "" {
+		// The full name, as errors and the config file's sections
+		// (sectionOf) name the command: "schedule create".
+		fs.Init(parent+" "+c.name, pflag.ContinueOnError)
+	}
 	fs.SortFlags = false
 	fs.SetNormalizeFunc(normalizeFlag)
 	var run runFunc
@@ -256,7 +263,7 @@ func (c command) cobra(ctx context.Context, e *env) *cobra.Command {
 		return run(ctx, inv)
 	}
 	for _, s := range c.subs {
-		cc.AddCommand(s.cobra(ctx, e))
+		cc.AddCommand(s.cobra(ctx, e, c.name))
 	}
 	return cc
 }
@@ -325,8 +332,11 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 	if c.Flags().Lookup("config") != nil {
 		fmt.Fprintln(w, "\nSettings: flag > TQSCAVENGER_* environment > --config FILE > default. Each flag is also read from")
 		fmt.Fprintln(w, "TQSCAVENGER_ and its name in upper case, '-' as '_' (--dry-run: TQSCAVENGER_DRY_RUN).")
-	} else if c.Flags().Lookup("db") != nil {
+	} else if c.Flags().Lookup("db") != nil || c.Flags().Lookup("temporal-address") != nil {
 		fmt.Fprintln(w, "\nEach flag is also read from TQSCAVENGER_ and its name in upper case, '-' as '_'.")
+	}
+	if c.Flags().Lookup("temporal-address") != nil {
+		fmt.Fprintln(w, "The --temporal-* flags are also read from the temporal CLI's TEMPORAL_* variables, after TQSCAVENGER_*.")
 	}
 	writeWrapped(w, "", exitStatusHelp, 100)
 }
@@ -364,7 +374,7 @@ func exitStatus(err error) int {
 		return ExitUsage
 	case errors.Is(err, store.ErrLocked):
 		return ExitLocked
-	case errors.Is(err, sqlstore.ErrUnavailable):
+	case errors.Is(err, sqlstore.ErrUnavailable), errors.Is(err, errTemporalUnavailable):
 		return ExitUnavailable
 	}
 	return ExitFailed
@@ -424,7 +434,13 @@ func usage(w io.Writer, root *cobra.Command) {
 	fmt.Fprintln(w, "           or the environment variable TQSCAVENGER_DB; or --temporal-config FILE (a Temporal server's")
 	fmt.Fprintln(w, "           config); or temporal-sql-tool's --endpoint, --port, --user, --database, --plugin (or SQL_*).")
 	fmt.Fprintln(w, "           TLS: --tls-ca-file, --tls-cert-file, --tls-key-file, --tls-server-name (or SQL_TLS_*).")
-	fmt.Fprintln(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (serve, run) > default.")
+	var withConfig []string
+	for _, c := range root.Commands() {
+		if c.Flags().Lookup("config") != nil || (c.HasSubCommands() && slices.ContainsFunc(c.Commands(), func(s *cobra.Command) bool { return s.Flags().Lookup("config") != nil })) {
+			withConfig = append(withConfig, c.Name())
+		}
+	}
+	fmt.Fprintf(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (%s) > default.\n", strings.Join(withConfig, ", "))
 	fmt.Fprintln(w, "Shell completion: tqscavenger completion bash|zsh|fish|powershell (see its -h).")
 	writeWrapped(w, "", exitStatusHelp, 100)
 }

@@ -62,54 +62,110 @@ func values(f *pflag.Flag) (file, env, cmd string) {
 	return "from-file", "from-env", "from-flag"
 }
 
+// commandFlagSets returns, by name ("serve", "schedule create"), a
+// function that makes the flag set of each command, sub-commands
+// included, as the command line has it.
+func commandFlagSets() map[string]func() *pflag.FlagSet {
+	out := map[string]func() *pflag.FlagSet{}
+	var walk func(prefix string, cs []command)
+	walk = func(prefix string, cs []command) {
+		for _, c := range cs {
+			name := strings.TrimSpace(prefix + " " + c.name)
+			if c.flags != nil {
+				out[name] = func() *pflag.FlagSet {
+					fs := newFlagSet(name)
+					g := newFlagGroups(fs)
+					c.flags(g)
+					g.done()
+					return fs
+				}
+			}
+			walk(name, c.subs)
+		}
+	}
+	walk("", commands())
+	return out
+}
+
 // TestPrecedenceEveryFlag checks flag > env > file > default for every
-// flag of serve (the scavenger knobs are run's too, through the same
-// parse).
+// flag of every command that reads a config file: serve, run, and (in a
+// build with them) worker and schedule create and update.
 func TestPrecedenceEveryFlag(t *testing.T) {
 	clearEnv(t)
-	var names []string
-	newServeSettings().fs.VisitAll(func(f *pflag.Flag) {
-		if f.Name != "config" {
-			names = append(names, f.Name)
+	clearTemporalEnv(t)
+	tested := 0
+	for cmd, newFS := range commandFlagSets() {
+		if newFS().Lookup("config") == nil {
+			continue
 		}
-	})
-	if len(names) < 25 {
-		t.Fatalf("only %d flags: %v", len(names), names)
-	}
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			f := newServeSettings().fs.Lookup(name)
-			fileV, envV, cmdV := values(f)
-			file := writeFile(t, fmt.Sprintf("%s: %q\n", name, fileV))
-			cases := []struct {
-				what string
-				env  bool
-				args []string
-				want string
-			}{
-				{"default", false, nil, f.DefValue},
-				{"file over default", false, []string{"--config", file}, fileV},
-				{"env over file", true, []string{"--config", file}, envV},
-				{"flag over env", true, []string{"--config", file, "--" + name + "=" + cmdV}, cmdV},
+		tested++
+		t.Run(strings.ReplaceAll(cmd, " ", "_"), func(t *testing.T) {
+			var names []string
+			newFS().VisitAll(func(f *pflag.Flag) {
+				if f.Name != "config" && f.Name != "help" && aliasOf(f) == "" {
+					names = append(names, f.Name)
+				}
+			})
+			if len(names) < 10 {
+				t.Fatalf("only %d flags: %v", len(names), names)
 			}
-			for _, c := range cases {
-				if c.env {
-					t.Setenv(envName(name), envV)
-				} else {
-					os.Unsetenv(envName(name))
-				}
-				ss, err := parseServe(c.args)
-				if err != nil {
-					t.Fatalf("%s: %v", c.what, err)
-				}
-				if got := ss.fs.Lookup(name).Value.String(); got != c.want {
-					t.Errorf("%s: --%s = %q, want %q", c.what, name, got, c.want)
-				}
-				if wantLayer := map[string]string{"default": fromDefault, "file over default": fromFile, "env over file": fromEnv, "flag over env": fromFlag}[c.what]; ss.origins[name].layer != wantLayer {
-					t.Errorf("%s: --%s came from %q, want %q", c.what, name, ss.origins[name].layer, wantLayer)
-				}
+			for _, name := range names {
+				t.Run(name, func(t *testing.T) { testPrecedence(t, newFS, name) })
 			}
 		})
+	}
+	if tested < 2 {
+		t.Fatalf("%d commands with --config, want serve and run at least", tested)
+	}
+}
+
+// testPrecedence checks flag > env > file > default for the flag name
+// of the flag sets newFS makes.
+func testPrecedence(t *testing.T, newFS func() *pflag.FlagSet, name string) {
+	f := newFS().Lookup(name)
+	fileV, envV, cmdV := values(f)
+	file := writeFile(t, fmt.Sprintf("%s: %q\n", name, fileV))
+	cases := []struct {
+		what string
+		env  bool
+		args []string
+		want string
+	}{
+		{"default", false, nil, f.DefValue},
+		{"file over default", false, []string{"--config", file}, fileV},
+		{"env over file", true, []string{"--config", file}, envV},
+		{"flag over env", true, []string{"--config", file, "--" + name + "=" + cmdV}, cmdV},
+	}
+	for _, c := range cases {
+		if c.env {
+			t.Setenv(envName(name), envV)
+		} else {
+			os.Unsetenv(envName(name))
+		}
+		fs := newFS()
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		o, err := layer(fs)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if got := fs.Lookup(name).Value.String(); got != c.want {
+			t.Errorf("%s: --%s = %q, want %q", c.what, name, got, c.want)
+		}
+		if wantLayer := map[string]string{"default": fromDefault, "file over default": fromFile, "env over file": fromEnv, "flag over env": fromFlag}[c.what]; o[name].layer != wantLayer {
+			t.Errorf("%s: --%s came from %q, want %q", c.what, name, o[name].layer, wantLayer)
+		}
+	}
+}
+
+// clearTemporalEnv unsets the temporal CLI's variables for the test.
+func clearTemporalEnv(t *testing.T) {
+	for _, vars := range temporalEnv {
+		for _, v := range vars {
+			t.Setenv(v, "") // restores it after the test
+			os.Unsetenv(v)
+		}
 	}
 }
 

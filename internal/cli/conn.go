@@ -236,10 +236,14 @@ func stderrWarn(e *env, cmd string) func(string) {
 
 // envLookup returns the environment variable that sets the flag name and
 // its value: TQSCAVENGER_NAME, else temporal-sql-tool's variable of the
-// setting, if not empty. Both set to different values is an error.
+// setting, if not empty (both set to different values is an error), or
+// for a --temporal-* flag the temporal CLI's (temporalEnvLookup).
 func envLookup(name string) (variable, value string, ok bool, err error) {
 	variable = envName(name)
 	value, ok = os.LookupEnv(variable)
+	if vars := temporalEnv[name]; vars != nil {
+		return temporalEnvLookup(variable, value, ok, vars)
+	}
 	alias := sqlToolEnv[name]
 	if alias == "" {
 		return variable, value, ok, nil

@@ -15,15 +15,17 @@ import (
 
 // The groups of flags in help, in the order shown.
 const (
-	groupConn   = "Connection"
-	groupScope  = "What to delete"
-	groupPace   = "Pace and safety"
-	groupDaemon = "Daemon"
-	groupOutput = "Output"
-	groupOther  = "Other"
+	groupConn     = "Connection"
+	groupTemporal = "Temporal"
+	groupScope    = "What to delete"
+	groupPace     = "Pace and safety"
+	groupDaemon   = "Daemon"
+	groupSchedule = "Schedule"
+	groupOutput   = "Output"
+	groupOther    = "Other"
 )
 
-var groupOrder = []string{groupConn, groupScope, groupPace, groupDaemon, groupOutput, groupOther}
+var groupOrder = []string{groupConn, groupTemporal, groupScope, groupPace, groupDaemon, groupSchedule, groupOutput, groupOther}
 
 // groupKey is the pflag annotation that holds a flag's group.
 const groupKey = "tqscavenger_group"
@@ -34,8 +36,15 @@ const aliasKey = "tqscavenger_alias_of"
 // flagGroups registers a command's flags, each in the group help shows it
 // in: adding a flag to a group is one line, g.Pace.IntVar(…).
 type flagGroups struct {
-	fs                                       *pflag.FlagSet
-	Conn, Scope, Pace, Daemon, Output, Other *pflag.FlagSet
+	fs *pflag.FlagSet
+	// Temporal holds the Temporal client's flags (worker, schedule);
+	// Schedule a Temporal Schedule's own.
+	Conn, Temporal, Scope, Pace, Daemon, Schedule, Output, Other *pflag.FlagSet
+}
+
+// sets are the groups' flag sets, in groupOrder.
+func (g *flagGroups) sets() []*pflag.FlagSet {
+	return []*pflag.FlagSet{g.Conn, g.Temporal, g.Scope, g.Pace, g.Daemon, g.Schedule, g.Output, g.Other}
 }
 
 // newFlagSet is a command's flag set: errors are returned, never printed
@@ -61,7 +70,7 @@ func normalizeFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 
 func newFlagGroups(fs *pflag.FlagSet) *flagGroups {
 	g := &flagGroups{fs: fs}
-	for _, p := range []**pflag.FlagSet{&g.Conn, &g.Scope, &g.Pace, &g.Daemon, &g.Output, &g.Other} {
+	for _, p := range []**pflag.FlagSet{&g.Conn, &g.Temporal, &g.Scope, &g.Pace, &g.Daemon, &g.Schedule, &g.Output, &g.Other} {
 		*p = newFlagSet(fs.Name())
 	}
 	return g
@@ -70,7 +79,8 @@ func newFlagGroups(fs *pflag.FlagSet) *flagGroups {
 // done moves the flags registered in each group into the command's flag
 // set, annotated with their group.
 func (g *flagGroups) done() {
-	for name, set := range map[string]*pflag.FlagSet{groupConn: g.Conn, groupScope: g.Scope, groupPace: g.Pace, groupDaemon: g.Daemon, groupOutput: g.Output, groupOther: g.Other} {
+	for i, set := range g.sets() {
+		name := groupOrder[i]
 		set.VisitAll(func(f *pflag.Flag) {
 			if f.Annotations == nil {
 				f.Annotations = map[string][]string{}
@@ -79,7 +89,7 @@ func (g *flagGroups) done() {
 		})
 	}
 	// In group order, so that the flag set's own order is help's.
-	for _, set := range []*pflag.FlagSet{g.Conn, g.Scope, g.Pace, g.Daemon, g.Output, g.Other} {
+	for _, set := range g.sets() {
 		g.fs.AddFlagSet(set)
 	}
 }
@@ -247,7 +257,9 @@ func flagHead(f *pflag.Flag) string {
 	if f.Value.Type() == "bool" {
 		return h
 	}
-	if v, ok := valueNames[f.Name]; ok {
+	if v, ok := valueNames[f.Name]; ok && f.Value.Type() != "duration" {
+		// A duration is DURATION whatever its name: schedule's --jitter
+		// takes no share of the interval, as serve's does.
 		return h + " " + v
 	}
 	if vals, ok := enumValues[f.Name]; ok {
@@ -271,6 +283,10 @@ var valueNames = map[string]string{
 	"now": "TIME", "queue": "GLOB", "protect": "PREFIX", "namespace": "UUID", "listen": "ADDR",
 	"cron": "EXPR", "jitter": "DURATION|PCT", "endpoint": "HOST", "user": "NAME", "database": "NAME",
 	"connect-attributes": "K=V&...", "temporal-store": "NAME", "plugin": "PLUGIN", "name-prefix": "PREFIX",
+	"partition": "I/N", "checkpoint": "FILE", "setups": "PxW,...",
+	"temporal-address": "HOST:PORT", "temporal-namespace": "NAME", "temporal-task-queue": "NAME", "temporal-api-key": "KEY",
+	"temporal-tls-cert-path": "FILE", "temporal-tls-key-path": "FILE", "temporal-tls-ca-path": "FILE", "temporal-tls-server-name": "NAME",
+	"schedule-id": "ID", "database-identity": "ID",
 }
 
 // writeWrapped writes head and text, wrapped at width with every line

@@ -32,21 +32,24 @@ const (
 // configFlag gives a command the --config flag. parse then fills every
 // flag not set on the command line or in the environment from the file.
 func configFlag(fs *pflag.FlagSet) {
-	fs.String("config", "", "configuration file (YAML): flag names as keys, settings for one command under its name (serve:, run:); flags and TQSCAVENGER_* variables override it")
+	fs.String("config", "", "configuration file (YAML): flag names as keys, settings for one command under its name (serve:, run:, worker:, schedule:); flags and TQSCAVENGER_* variables override it")
 }
 
 // sectionOf returns the config file section a flag set reads besides the
-// top level: its command's name. `tqscavenger config` shows serve's.
+// top level: its command's name, a sub-command's parent's ("schedule
+// create" reads schedule:). `tqscavenger config` shows serve's.
 func sectionOf(fs *pflag.FlagSet) string {
 	if fs.Name() == "config" {
 		return "serve"
 	}
-	return fs.Name()
+	name, _, _ := strings.Cut(fs.Name(), " ")
+	return name
 }
 
 // sections are the commands that read the config file. A section named
-// after one of them is skipped by the others.
-var sections = map[string]bool{"serve": true, "run": true}
+// after one of them is skipped by the others; worker and schedule are
+// sections in a build without them too, so that one file serves both.
+var sections = map[string]bool{"serve": true, "run": true, "worker": true, "schedule": true}
 
 // fileSetting is one key of the config file, as flag values.
 type fileSetting struct {
@@ -74,7 +77,7 @@ func readConfigFile(path, section string) ([]fileSetting, error) {
 				if where == "" && sections[name] {
 					continue // a command section, read below or by another command
 				}
-				return usagef("--config %s: %s%s: a mapping is only allowed as a command section (serve:, run:)", path, where, k)
+				return usagef("--config %s: %s%s: a mapping is only allowed as a command section (serve:, run:, worker:, schedule:)", path, where, k)
 			}
 			vals, err := scalars(v)
 			if err != nil {

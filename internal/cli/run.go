@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/spf13/pflag"
 
 	progressline "github.com/tqscavenger/tqscavenger/internal/progress"
 	"github.com/tqscavenger/tqscavenger/scavenger"
@@ -53,6 +54,7 @@ type scavengeFlags struct {
 	orphans       string
 	namespaces    multiFlag
 	queueGlob     string
+	partition     string
 }
 
 // maxClockSkew is how far --now may be ahead of the real clock.
@@ -68,6 +70,7 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	s.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
 	s.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
 	s.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
+	s.StringVar(&f.partition, "partition", "", "scavenge only part I of N of the range_hash space, as I/N (0/4 is the first of 4): disjoint parts run at once, overlapping ones exclude each other (default the whole space)")
 	s.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
 	s.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
 	s.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
@@ -117,6 +120,13 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 		}
 	}
 	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
+	if f.partition != "" {
+		p, err := scavenger.ParsePartition(f.partition)
+		if err != nil {
+			return c, usagef("--partition: %v", err)
+		}
+		c.Partition = p
+	}
 	c.Grace, c.RetryInitial, c.RetryMax, c.SlowStatement = f.grace, f.retryMin, f.retryMax, f.slow
 	c.UnsafeShortGrace, c.RetryFor = f.unsafe, f.retryFor
 	c.DryRun = f.dryRun
@@ -226,21 +236,50 @@ func runFlags(g *flagGroups) runFunc {
 	var lf logFlags
 	var progress, statsJSON, output string
 	var waitLock bool
+	var cp checkpointFlags
 	cf.register(g.Conn)
 	sf.register(g)
 	g.Pace.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
+	cp.register(g.Pace)
 	lf.register(g.Output)
 	outputFlag(g.Output, &output, "the pass's outcome and counts on stdout: text or json (logs go to stderr)")
 	g.Output.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
 	g.Output.StringVar(&statsJSON, "stats-json", "", "also write the pass's counts as JSON to this file (for scripts and the benchmark)")
 	configFlag(g.Other)
 	return func(ctx context.Context, inv *invocation) error {
-		return runPass(ctx, inv, &sf, &cf, &lf, progress, statsJSON, output, waitLock)
+		return runPass(ctx, inv, &sf, &cf, &lf, &cp, progress, statsJSON, output, waitLock)
 	}
 }
 
-func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFlags, lf *logFlags, progress, statsJSON, output string, waitLock bool) error {
+// checkpointFlags are run's --checkpoint, --fresh and --checkpoint-interval.
+type checkpointFlags struct {
+	file  string
+	fresh bool
+	every time.Duration
+}
+
+func (f *checkpointFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.file, "checkpoint", "", "resume from this checkpoint file if it exists, and keep it up to date while the pass runs; a completed pass removes it")
+	fs.BoolVar(&f.fresh, "fresh", false, "with --checkpoint: ignore the file's positions and start from the first row")
+	durationVar(fs, &f.every, "checkpoint-interval", 0, "with --checkpoint: write it at most this often while the positions advance (default "+shortDuration(defaults.CheckpointInterval)+")")
+}
+
+// check refuses --fresh and --checkpoint-interval without a file.
+func (f *checkpointFlags) check() error {
+	if (f.fresh || f.every != 0) && f.file == "" {
+		return usagef("--fresh and --checkpoint-interval need --checkpoint FILE")
+	}
+	if f.every < 0 {
+		return usagef("--checkpoint-interval %s: must not be negative", f.every)
+	}
+	return nil
+}
+
+func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFlags, lf *logFlags, cp *checkpointFlags, progress, statsJSON, output string, waitLock bool) error {
 	e := inv.env
+	if err := cp.check(); err != nil {
+		return err
+	}
 	cfg, err := sf.config()
 	if err != nil {
 		return err
@@ -273,9 +312,24 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	if cfg.Tables == nil {
 		cfg.Tables = info.Tables
 	}
-	lock, err := db.Lock(ctx, waitLock)
+	if cp.file != "" {
+		if cfg.Resume, err = loadCheckpoint(cp.file, cp.fresh); err != nil {
+			return err
+		}
+		cfg.Checkpoint = func(_ context.Context, c scavenger.Checkpoint) error { return saveCheckpoint(cp.file, c) }
+		cfg.CheckpointInterval = cp.every
+	}
+	var lock store.Lock
+	if cfg.Partition.Whole() {
+		lock, err = db.Lock(ctx, waitLock)
+	} else {
+		lock, err = db.LockRange(ctx, cfg.Partition.Range(), waitLock)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
+			if !cfg.Partition.Whole() {
+				return fmt.Errorf("%w: another tqscavenger is running against partition %s of this database (a whole pass, or a partition that overlaps it); wait for it, or pass --wait-lock", err, cfg.Partition)
+			}
 			return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
 		}
 		return err
@@ -303,6 +357,15 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	if statsJSON != "" {
 		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
 			err = werr
+		}
+	}
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", cp.file, err)
+	}
+	if err == nil && cp.file != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
+		// Nothing is left to resume.
+		if rerr := os.Remove(cp.file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = fmt.Errorf("remove the completed pass's checkpoint: %w", rerr)
 		}
 	}
 	if err != nil {

@@ -1,0 +1,68 @@
+package cli
+
+// The checkpoint file of run --checkpoint.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+)
+
+// loadCheckpoint reads the checkpoint at path: nil if there is none, or
+// with fresh (whose positions are ignored). A file that is not a
+// checkpoint is bad input.
+func loadCheckpoint(path string, fresh bool) (*scavenger.Checkpoint, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && fresh) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--checkpoint: %w", err)
+	}
+	var cp scavenger.Checkpoint
+	if err := json.Unmarshal(b, &cp); err != nil {
+		return nil, usagef("--checkpoint %s is not a checkpoint (%v): remove it, or pass --fresh", path, err)
+	}
+	return &cp, nil
+}
+
+// saveCheckpoint writes cp to path atomically: a temporary file beside it,
+// synced, renamed over it, and the directory synced, so that a crash
+// leaves the old checkpoint or the new one, never a part of one.
+func saveCheckpoint(path string, cp scavenger.Checkpoint) error {
+	b, err := json.MarshalIndent(cp, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		// Some systems cannot sync a directory; the rename is then as
+		// durable as they make it.
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package scavenger
+
+// Checkpoints: where a pass that died resumes.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// CheckpointVersion is the version of the Checkpoint layout this build
+// writes and reads.
+const CheckpointVersion = 1
+
+// DefaultCheckpointInterval is how often, at most, a pass reports its
+// positions to Config.Checkpoint while they advance.
+const DefaultCheckpointInterval = time.Second
+
+// Checkpoint is where a pass stands: positions only. It never holds a
+// delete decision or a range_id (a queue re-created after the checkpoint
+// restarts its task ids at 1, so a stored "delete up to X" would hit its
+// new live tasks): a resumed pass reads and decides every row after the
+// positions afresh. Each position is a low-water mark: every job of the
+// rows at or before it finished, while jobs after it may have run or not
+// (a failed or deferred job holds it back), so resuming from it redoes at
+// most work that is safe to redo.
+//
+// It is a plain value: save it as JSON (tqscavenger run --checkpoint FILE
+// does), or carry it as a Temporal activity's heartbeat details.
+type Checkpoint struct {
+	Version int `json:"version"`
+	// Partition is the pass's partition, "I/N".
+	Partition string `json:"partition"`
+	// Settings is a digest of the settings that decide what is deleted
+	// (see SettingsDigest).
+	Settings string `json:"settings"`
+	// Database is the store's identity (store.Identifier).
+	Database string `json:"database"`
+	// Walks are the positions of the pass's walks: the queue listing of
+	// each table, then each table's orphan walk.
+	Walks []WalkPosition `json:"walks"`
+}
+
+// Walk names one walk of a pass.
+type Walk string
+
+// The walks of a pass.
+const (
+	WalkQueues  Walk = "queues"
+	WalkOrphans Walk = "orphans"
+)
+
+// WalkPosition is the low-water mark of one walk.
+type WalkPosition struct {
+	Walk  Walk        `json:"walk"`
+	Table store.Table `json:"table"`
+	// Done: the walk and every job it made finished.
+	Done bool `json:"done,omitempty"`
+	// After is the key every row up to which is finished (nil: none
+	// yet). A nil ID in it stands before every row of its hash.
+	After *store.QueueKey `json:"after,omitempty"`
+}
+
+// ErrCheckpointMismatch is wrapped by Run's error when Config.Resume was
+// written by a pass over another database, partition or settings.
+var ErrCheckpointMismatch = errors.New("checkpoint does not match this pass")
+
+// SettingsDigest is a digest of the settings of c that decide what a pass
+// deletes: the mode, the grace, the protected prefixes, the opt-in rules,
+// the scope and whether it is a dry run. The clock is not in it (a pass
+// resumed later sees later expiries, as a pass that ran longer would), nor
+// is anything that only changes how fast (workers, batch sizes, limits).
+func SettingsDigest(c Config) string {
+	c = c.WithDefaults()
+	tables := slices.Clone(c.Tables)
+	slices.Sort(tables)
+	ns := make([]string, len(c.Namespaces))
+	for i, n := range c.Namespaces {
+		ns[i] = hex.EncodeToString(n[:])
+	}
+	slices.Sort(ns)
+	prefixes := slices.Clone(c.ProtectedPrefixes)
+	slices.Sort(prefixes)
+	var b strings.Builder
+	fmt.Fprintf(&b, "compat=%q\ngrace=%d\nunsafe_short_grace=%t\nprotected=%q\ndry_run=%t\n", c.Compat, c.Grace, c.UnsafeShortGrace, prefixes, c.DryRun)
+	fmt.Fprintf(&b, "past_live_head=%t\nbelow_ack_level=%t\norphans=%q\ntables=%v\nnamespaces=%q\nqueue_glob=%q\n",
+		c.PastLiveHead, c.BelowAckLevel, c.Orphans, tables, ns, c.QueueGlob)
+	sum := sha256.Sum256([]byte(b.String()))
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// match reports why cp cannot be resumed by a pass of cfg over the
+// database id, or nil.
+func (cp *Checkpoint) match(cfg Config, id string) error {
+	switch {
+	case cp.Version != CheckpointVersion:
+		return fmt.Errorf("%w: it is of version %d, this build reads version %d", ErrCheckpointMismatch, cp.Version, CheckpointVersion)
+	case cp.Database != id:
+		return fmt.Errorf("%w: it was written against another database (%s, this one is %s)", ErrCheckpointMismatch, cp.Database, id)
+	case cp.Partition != cfg.Partition.String():
+		return fmt.Errorf("%w: it is of partition %s, this pass is of %s", ErrCheckpointMismatch, cp.Partition, cfg.Partition)
+	case cp.Settings != SettingsDigest(cfg):
+		return fmt.Errorf("%w: it was written with other settings of what to delete (mode, grace, protected prefixes, rules, scope or dry run)", ErrCheckpointMismatch)
+	}
+	for _, w := range cp.Walks {
+		if (w.Walk != WalkQueues && w.Walk != WalkOrphans) || (w.Table != store.V1 && w.Table != store.V2) {
+			return fmt.Errorf("%w: unknown walk %q of table %s", ErrCheckpointMismatch, w.Walk, w.Table)
+		}
+		if w.After != nil && !cfg.Partition.Range().Contains(w.After.RangeHash) {
+			return fmt.Errorf("%w: position %s lies outside partition %s", ErrCheckpointMismatch, w.After, cfg.Partition)
+		}
+	}
+	return nil
+}
+
+// position returns cp's position of walk w of table t, or the zero one.
+func (cp *Checkpoint) position(w Walk, t store.Table) WalkPosition {
+	if cp != nil {
+		for _, p := range cp.Walks {
+			if p.Walk == w && p.Table == t {
+				return p
+			}
+		}
+	}
+	return WalkPosition{Walk: w, Table: t}
+}

@@ -1,0 +1,219 @@
+package scavenger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// TestCheckpointResume: on every engine, a pass of a partition (and a
+// whole pass) stopped at its k-th checkpoint, then resumed from it, reads
+// fewer queue rows than a pass over what is left would, and leaves
+// exactly the rows of a clean pass (digests of all four tables equal). A
+// checkpoint's positions lie in its partition and never move back.
+func TestCheckpointResume(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range testdb.Engines {
+		t.Run(string(e), func(t *testing.T) {
+			t.Parallel()
+			for _, p := range []scavenger.Partition{{}, {Index: 1, Count: 3}} {
+				clean := testdb.Open(t, e)
+				seedPartitioned(t, clean)
+				if _, err := scavenger.New(clean, partitionConfig(p)).Run(ctx); err != nil {
+					t.Fatal(err)
+				}
+				want := digest(t, clean)
+				for _, stopAt := range []int{1, 3} {
+					db := testdb.Open(t, e)
+					seedPartitioned(t, db)
+					cfg := partitionConfig(p)
+					cfg.CheckpointInterval = 1 // every advance
+					var (
+						mu   sync.Mutex
+						cps  []scavenger.Checkpoint
+						stop context.CancelFunc
+					)
+					runCtx, stop := context.WithCancel(ctx)
+					cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error {
+						mu.Lock()
+						defer mu.Unlock()
+						cps = append(cps, cp)
+						if len(cps) == stopAt {
+							stop() // dies right after this write: what follows is lost
+						}
+						return nil
+					}
+					_, err := scavenger.New(db, cfg).Run(runCtx)
+					stop()
+					if err == nil {
+						t.Fatalf("%s: the pass was not stopped at checkpoint %d", p, stopAt)
+					}
+					mu.Lock()
+					last := cps[stopAt-1]
+					t.Logf("%s: checkpoint %d: %+v", p, stopAt, last.Walks)
+					checkPositions(t, p, cps)
+					mu.Unlock()
+					left, after := queueRows(t, db, p.Range(), last)
+
+					cfg = partitionConfig(p)
+					cfg.Resume = &last
+					cfg.CheckpointInterval = 1
+					resumed := []scavenger.Checkpoint{last}
+					cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error {
+						mu.Lock()
+						defer mu.Unlock()
+						resumed = append(resumed, cp)
+						return nil
+					}
+					st, err := scavenger.New(db, cfg).Run(ctx)
+					mu.Lock()
+					checkPositions(t, p, resumed) // never behind where it resumed
+					mu.Unlock()
+					if err != nil || st.Outcome != scavenger.Completed {
+						t.Fatalf("%s: resumed pass: %v %v", p, st.Outcome, err)
+					}
+					if st.QueuesListed != int64(after) {
+						t.Errorf("%s, stopped at checkpoint %d: the resumed pass listed %d queues, want the %d after its positions", p, stopAt, st.QueuesListed, after)
+					}
+					if stopAt > 1 && after >= left {
+						t.Errorf("%s, stopped at checkpoint %d: nothing left before the positions (%d of %d after): the test proves nothing", p, stopAt, after, left)
+					}
+					t.Logf("%s, stopped at checkpoint %d: resumed pass listed %d of the %d queue rows left, examined %d tasks", p, stopAt, st.QueuesListed, left, st.TasksProcessed)
+					if got := digest(t, db); got != want {
+						t.Errorf("%s, stopped at checkpoint %d: resumed leaves %s, a clean pass %s", p, stopAt, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkPositions: positions lie in the partition and never move back.
+func checkPositions(t *testing.T, p scavenger.Partition, cps []scavenger.Checkpoint) {
+	t.Helper()
+	type walk struct {
+		w  scavenger.Walk
+		tb store.Table
+	}
+	last := map[walk]scavenger.WalkPosition{}
+	for i, cp := range cps {
+		if cp.Partition != p.String() {
+			t.Fatalf("checkpoint of partition %s, want %s", cp.Partition, p)
+		}
+		for _, w := range cp.Walks {
+			k := walk{w.Walk, w.Table}
+			prev := last[k]
+			if w.After != nil && !p.Range().Contains(w.After.RangeHash) {
+				t.Fatalf("position %s outside %s", w.After, p.Range())
+			}
+			if (prev.Done && !w.Done) || (prev.After != nil && (w.After == nil || w.After.Less(*prev.After))) {
+				t.Fatalf("%s %s moved back: %+v then %+v", w.Walk, w.Table, prev, w)
+			}
+			last[k] = w
+		}
+		for k := range last {
+			found := false
+			for _, w := range cp.Walks {
+				found = found || (walk{w.Walk, w.Table} == k)
+			}
+			if !found {
+				t.Fatalf("checkpoint %d lost the position of %s %s", i, k.w, k.tb)
+			}
+		}
+	}
+}
+
+// queueRows counts the queue rows of both tables in r, and those a pass
+// resumed from cp lists: after the position of their table's walk.
+func queueRows(t *testing.T, db *sqlstore.DB, r store.HashRange, cp scavenger.Checkpoint) (left, after int) {
+	t.Helper()
+	for _, tb := range []store.Table{store.V1, store.V2} {
+		var pos scavenger.WalkPosition
+		for _, w := range cp.Walks {
+			if w.Walk == scavenger.WalkQueues && w.Table == tb {
+				pos = w
+			}
+		}
+		rows, err := testdb.SQL(t, db).Query(fmt.Sprintf("SELECT range_hash, task_queue_id FROM %s WHERE range_hash BETWEEN %d AND %d", tb.QueueTable(), r.Lo, r.Hi))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var (
+				k  store.QueueKey
+				rh int64
+			)
+			if err := rows.Scan(&rh, &k.ID); err != nil {
+				t.Fatal(err)
+			}
+			k.RangeHash = uint32(rh)
+			left++
+			if !pos.Done && (pos.After == nil || pos.After.Less(k)) {
+				after++
+			}
+		}
+		rows.Close()
+	}
+	return left, after
+}
+
+// TestCheckpointRefused: a checkpoint of another database, partition or
+// settings of what to delete is refused before any work, on every engine.
+func TestCheckpointRefused(t *testing.T) {
+	ctx := context.Background()
+	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
+		other := testdb.Open(t, db.Engine())
+		seedPartitioned(t, db)
+		before := digest(t, db)
+		var cp scavenger.Checkpoint
+		cfg := partitionConfig(scavenger.Partition{Index: 0, Count: 2})
+		cfg.DryRun = true
+		cfg.Checkpoint = func(_ context.Context, c scavenger.Checkpoint) error { cp = c; return nil }
+		if _, err := scavenger.New(other, cfg).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if cp.Database == "" {
+			t.Fatal("no checkpoint written")
+		}
+		own, err := db.Identity(ctx)
+		if err != nil || own == cp.Database {
+			t.Fatalf("identities %q and %q (%v): two databases must differ", own, cp.Database, err)
+		}
+		sameDB := cp
+		sameDB.Database = own
+		for name, c := range map[string]struct {
+			cp  scavenger.Checkpoint
+			cfg func(*scavenger.Config)
+		}{
+			"another database":    {cp, func(*scavenger.Config) {}},
+			"another partition":   {sameDB, func(c *scavenger.Config) { c.Partition = scavenger.Partition{Index: 1, Count: 2} }},
+			"another grace":       {sameDB, func(c *scavenger.Config) { c.Grace = 72 * 3600e9 }},
+			"not a dry run":       {sameDB, func(c *scavenger.Config) { c.DryRun = false }},
+			"another orphan rule": {sameDB, func(c *scavenger.Config) { c.Orphans = scavenger.OrphansAll }},
+		} {
+			cfg := partitionConfig(scavenger.Partition{Index: 0, Count: 2})
+			cfg.DryRun = true
+			c.cfg(&cfg)
+			cfg.Resume = &c.cp
+			if _, err := scavenger.New(db, cfg).Run(ctx); !errors.Is(err, scavenger.ErrCheckpointMismatch) {
+				t.Errorf("%s: %v, want ErrCheckpointMismatch", name, err)
+			}
+		}
+		cfg = partitionConfig(scavenger.Partition{Index: 0, Count: 2})
+		cfg.DryRun = true
+		cfg.Resume = &sameDB
+		if _, err := scavenger.New(db, cfg).Run(ctx); err != nil {
+			t.Errorf("the matching checkpoint: %v", err)
+		}
+		if got := digest(t, db); got != before {
+			t.Errorf("a refused checkpoint changed the database: %s, was %s", got, before)
+		}
+	})
+}

@@ -1,0 +1,243 @@
+package temporalworker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+// Defaults of a PassDescription's zero fields.
+const (
+	// DefaultHeartbeatTimeout is how long a partition activity may go
+	// without a heartbeat before Temporal retries it elsewhere.
+	DefaultHeartbeatTimeout = time.Minute
+	// DefaultPartitionTimeout bounds one attempt of a partition activity.
+	DefaultPartitionTimeout = 6 * time.Hour
+	// DefaultMaxAttempts bounds a partition activity's attempts: retries
+	// are bounded, as every retry of a pass is.
+	DefaultMaxAttempts = 10
+)
+
+// PassDescription is a pass as the workflow's input: what it does and for
+// which database, never how to reach it. It lives in Temporal's history,
+// so it holds no DSN, host or password; each worker connects with its own
+// settings and checks DatabaseIdentity against the database it reaches.
+// Zero fields mean the scavenger's defaults (scavenger.Config).
+type PassDescription struct {
+	// DatabaseIdentity is the identity of the database the pass is meant
+	// for (see Database.Identity; `tqscavenger schedule create` reads it
+	// from the database). Required: a worker connected to another
+	// database refuses the pass.
+	DatabaseIdentity string `json:"database_identity"`
+	// Partitions is N: the pass runs as N activities, each over one range
+	// of the range_hash space. Default 1.
+	Partitions int `json:"partitions,omitempty"`
+
+	// What is deleted: the scavenger.Config fields of the same names.
+	Compat           string        `json:"compat,omitempty"`
+	PastLiveHead     bool          `json:"past_live_head,omitempty"`
+	BelowAckLevel    bool          `json:"below_ack_level,omitempty"`
+	Orphans          string        `json:"orphans,omitempty"`
+	Grace            time.Duration `json:"grace,omitempty"`
+	UnsafeShortGrace bool          `json:"unsafe_short_grace,omitempty"`
+	DryRun           bool          `json:"dry_run,omitempty"`
+	Namespaces       []string      `json:"namespaces,omitempty"`
+	// ProtectedPrefixes: nil means Temporal's list, an empty non-nil
+	// slice nothing (scavenger.Config.ProtectedPrefixes).
+	ProtectedPrefixes []string `json:"protected_prefixes"`
+	QueueGlob         string   `json:"queue_glob,omitempty"`
+	Tables            []int    `json:"tables,omitempty"`
+	// Now pins the pass's clock (reruns on copies of a database, tests).
+	// Zero: each worker's clock.
+	Now time.Time `json:"now,omitzero"`
+
+	// How hard: per partition activity, except the rate limits, which
+	// are for the whole pass and split evenly between its partitions.
+	Workers                int     `json:"workers,omitempty"`
+	ListPageSize           int     `json:"list_page_size,omitempty"`
+	TaskBatchSize          int     `json:"task_batch_size,omitempty"`
+	TasksPerJob            int     `json:"tasks_per_job,omitempty"`
+	MaxDeletesPerSecond    float64 `json:"max_deletes_per_second,omitempty"`
+	MaxStatementsPerSecond float64 `json:"max_statements_per_second,omitempty"`
+
+	// CheckpointInterval bounds how often a partition's low-water mark
+	// is heartbeated while it advances (scavenger.Config's; default 1s).
+	// The mark is also heartbeated at once when a walk ends, and the SDK
+	// sends at most one heartbeat per 80% of the heartbeat timeout, the
+	// last one recorded.
+	CheckpointInterval time.Duration `json:"checkpoint_interval,omitempty"`
+	// HeartbeatTimeout, PartitionTimeout and MaxAttempts set each
+	// partition activity's options (defaults DefaultHeartbeatTimeout,
+	// DefaultPartitionTimeout, DefaultMaxAttempts).
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	PartitionTimeout time.Duration `json:"partition_timeout,omitempty"`
+	MaxAttempts      int           `json:"max_attempts,omitempty"`
+}
+
+// ErrBadDescription is wrapped by every error of Validate.
+var ErrBadDescription = errors.New("bad pass description")
+
+// WithDefaults returns d with its own zero fields set to their defaults
+// (the scavenger's are filled in by the scavenger).
+func (d PassDescription) WithDefaults() PassDescription {
+	if d.Partitions == 0 {
+		d.Partitions = 1
+	}
+	if d.HeartbeatTimeout == 0 {
+		d.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if d.PartitionTimeout == 0 {
+		d.PartitionTimeout = DefaultPartitionTimeout
+	}
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = DefaultMaxAttempts
+	}
+	return d
+}
+
+// maxPartitions bounds N: more activities than this is a mistake, not a
+// plan (each holds a lock and a connection pool's worth of work).
+const maxPartitions = 1024
+
+// Validate reports a description no worker can run: its error wraps
+// ErrBadDescription.
+func (d PassDescription) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadDescription, fmt.Sprintf(format, a...))
+	}
+	if d.DatabaseIdentity == "" {
+		return bad("no database identity: a pass names the database it is meant for (tqscavenger schedule reads it from the database)")
+	}
+	if d.Partitions < 0 || d.Partitions > maxPartitions {
+		return bad("partitions %d: want 1 to %d", d.Partitions, maxPartitions)
+	}
+	if d.CheckpointInterval < 0 || d.HeartbeatTimeout < 0 || d.PartitionTimeout < 0 || d.MaxAttempts < 0 {
+		return bad("timeouts, intervals and attempts must not be negative")
+	}
+	if _, err := d.Config(0); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+// Config returns the scavenger configuration of partition i of the pass
+// (without its logger, lock, checkpoint and middleware, which the activity
+// adds), checked by scavenger.Config.Validate.
+func (d PassDescription) Config(i int) (scavenger.Config, error) {
+	d = d.WithDefaults()
+	c := scavenger.Config{
+		Partition:              scavenger.Partition{Index: i, Count: d.Partitions},
+		CheckpointInterval:     d.CheckpointInterval,
+		Compat:                 scavenger.Compat(d.Compat),
+		PastLiveHead:           d.PastLiveHead,
+		BelowAckLevel:          d.BelowAckLevel,
+		Orphans:                scavenger.OrphanPolicy(d.Orphans),
+		Grace:                  d.Grace,
+		UnsafeShortGrace:       d.UnsafeShortGrace,
+		DryRun:                 d.DryRun,
+		QueueGlob:              d.QueueGlob,
+		ProtectedPrefixes:      d.ProtectedPrefixes,
+		Workers:                d.Workers,
+		ListPageSize:           d.ListPageSize,
+		TaskBatchSize:          d.TaskBatchSize,
+		TasksPerJob:            d.TasksPerJob,
+		MaxDeletesPerSecond:    d.MaxDeletesPerSecond / float64(d.Partitions),
+		MaxStatementsPerSecond: d.MaxStatementsPerSecond / float64(d.Partitions),
+	}
+	for _, s := range d.Namespaces {
+		id, err := wire.ParseNamespaceID(s)
+		if err != nil {
+			return c, err
+		}
+		c.Namespaces = append(c.Namespaces, id)
+	}
+	for _, t := range d.Tables {
+		c.Tables = append(c.Tables, store.Table(t))
+	}
+	if d.Workers < 0 || d.ListPageSize < 0 || d.TaskBatchSize < 0 || d.TasksPerJob < 0 {
+		return c, errors.New("workers and sizes must not be negative")
+	}
+	if !d.Now.IsZero() {
+		now := d.Now
+		c.Now = func() time.Time { return now }
+	}
+	return c, c.Validate()
+}
+
+// Totals are the counts of a partition or a pass: the scavenger.Stats
+// fields an operator reads.
+type Totals struct {
+	QueuesListed     int64 `json:"queues_listed"`
+	QueuesProcessed  int64 `json:"queues_processed"`
+	QueuesDeleted    int64 `json:"queues_deleted"`
+	QueuesKept       int64 `json:"queues_kept"`
+	TasksProcessed   int64 `json:"tasks_processed"`
+	TasksDeleted     int64 `json:"tasks_deleted"`
+	TasksExpiredLeft int64 `json:"tasks_expired_left"`
+	OrphansFound     int64 `json:"orphans_found"`
+	OrphansLeft      int64 `json:"orphans_left"`
+	TasksUnknown     int64 `json:"tasks_unknown,omitempty"`
+	QueuesUnknown    int64 `json:"queues_unknown,omitempty"`
+	BadRows          int64 `json:"bad_rows,omitempty"`
+	FailedJobs       int64 `json:"failed_jobs,omitempty"`
+	Retries          int64 `json:"retries,omitempty"`
+	// Dropped counts queue jobs dropped from a full deferred list: left
+	// for a later pass.
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// addStats adds a pass's stats to t.
+func (t *Totals) addStats(s scavenger.Stats) {
+	t.Add(Totals{
+		QueuesListed: s.QueuesListed, QueuesProcessed: s.QueuesProcessed, QueuesDeleted: s.QueuesDeleted,
+		QueuesKept: s.QueuesKept, TasksProcessed: s.TasksProcessed, TasksDeleted: s.TasksDeleted,
+		TasksExpiredLeft: s.TasksExpiredLeft, OrphansFound: s.OrphansFound, OrphansLeft: s.OrphansLeft,
+		TasksUnknown: s.TasksUnknown, QueuesUnknown: s.QueuesUnknown, BadRows: s.BadRowCount,
+		FailedJobs: s.Errors, Retries: s.Retries,
+	})
+}
+
+// Add adds o to t.
+func (t *Totals) Add(o Totals) {
+	t.QueuesListed += o.QueuesListed
+	t.QueuesProcessed += o.QueuesProcessed
+	t.QueuesDeleted += o.QueuesDeleted
+	t.QueuesKept += o.QueuesKept
+	t.TasksProcessed += o.TasksProcessed
+	t.TasksDeleted += o.TasksDeleted
+	t.TasksExpiredLeft += o.TasksExpiredLeft
+	t.OrphansFound += o.OrphansFound
+	t.OrphansLeft += o.OrphansLeft
+	t.TasksUnknown += o.TasksUnknown
+	t.QueuesUnknown += o.QueuesUnknown
+	t.BadRows += o.BadRows
+	t.FailedJobs += o.FailedJobs
+	t.Retries += o.Retries
+	t.Dropped += o.Dropped
+}
+
+// Describe returns the description of a pass of c (its scavenger
+// settings; the clock only if pinned: now) over n partitions of the
+// database id. Settings a description does not carry (retry budgets,
+// statement timeouts) are the worker's own.
+func Describe(c scavenger.Config, now time.Time, n int, id string) PassDescription {
+	d := PassDescription{
+		DatabaseIdentity: id, Partitions: n,
+		Compat: string(c.Compat), PastLiveHead: c.PastLiveHead, BelowAckLevel: c.BelowAckLevel,
+		Orphans: string(c.Orphans), Grace: c.Grace, UnsafeShortGrace: c.UnsafeShortGrace, DryRun: c.DryRun,
+		QueueGlob: c.QueueGlob, ProtectedPrefixes: c.ProtectedPrefixes, Now: now,
+		Workers: c.Workers, ListPageSize: c.ListPageSize, TaskBatchSize: c.TaskBatchSize, TasksPerJob: c.TasksPerJob,
+		MaxDeletesPerSecond: c.MaxDeletesPerSecond, MaxStatementsPerSecond: c.MaxStatementsPerSecond,
+	}
+	for _, ns := range c.Namespaces {
+		d.Namespaces = append(d.Namespaces, ns.String())
+	}
+	for _, t := range c.Tables {
+		d.Tables = append(d.Tables, int(t))
+	}
+	return d
+}
