@@ -74,8 +74,10 @@ type PartitionResult struct {
 	// ThisAttempt counts the work of the finishing attempt;
 	// EarlierAttempts that of the attempts before it, up to their last
 	// heartbeat. Rows an earlier attempt examined past its last mark are
-	// examined again, and counted twice (a delete is never redone: the row
-	// is gone). Totals is their sum.
+	// examined again, and counted twice; a delete is never redone (the row
+	// is gone), so the deletes an earlier attempt made past its last
+	// heartbeat are not counted: TasksDeleted may fall short of the rows
+	// really deleted, never exceed them. Totals is their sum.
 	ThisAttempt     Totals `json:"this_attempt"`
 	EarlierAttempts Totals `json:"earlier_attempts"`
 	Totals          Totals `json:"totals"`
