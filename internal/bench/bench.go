@@ -588,35 +588,7 @@ func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time,
 			args = append(args, "--batch-size", fmt.Sprint(r.o.RawBatchSize))
 		}
 	}
-	pctx := ctx
-	if r.o.PassTimeout > 0 {
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithTimeout(ctx, r.o.PassTimeout)
-		defer cancel()
-	}
-	res := PassResult{Pass: p}
-	ch, err := runChild(pctx, r.o.Binary, args, r.o.Env, measured)
-	res.Wall, res.MaxRSS = ch.wall, ch.maxRSS
-	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
-		// Stopped at the timeout: what it did by then is still worth
-		// showing; the copy's state is not checked.
-		res.TimedOut, res.Wall, err = true, r.o.PassTimeout, nil
-	}
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	st, err := readStats(statsFile)
-	if err != nil {
-		if !res.TimedOut {
-			res.Err = err
-		}
-		return res
-	}
-	res.Statements = st.Statements
-	res.Deleted = Rows{Tasks: st.TasksDeleted, Queues: st.QueuesDeleted}
-	res.Elapsed = time.Duration(st.ElapsedSeconds * float64(time.Second))
-	return res
+	return r.child(ctx, p, args, statsFile, measured)
 }
 
 // verify compares what each pass left and reported with what the case
@@ -685,4 +657,39 @@ func countRows(ctx context.Context, dsn string) (Rows, int64, error) {
 		return r, 0, fmt.Errorf("count queues: %w", err)
 	}
 	return r, sum, nil
+}
+
+// child runs one measured pass, args, as a child process and reads the
+// counts it wrote to statsFile. A pass stopped at Options.PassTimeout is
+// reported as timed out with what it did by then.
+func (r *runner) child(ctx context.Context, p Pass, args []string, statsFile, measured string) PassResult {
+	pctx := ctx
+	if r.o.PassTimeout > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, r.o.PassTimeout)
+		defer cancel()
+	}
+	res := PassResult{Pass: p}
+	ch, err := runChild(pctx, r.o.Binary, args, r.o.Env, measured)
+	res.Wall, res.MaxRSS = ch.wall, ch.maxRSS
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		// Stopped at the timeout: what it did by then is still worth
+		// showing; the copy's state is not checked.
+		res.TimedOut, res.Wall, err = true, r.o.PassTimeout, nil
+	}
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	st, err := readStats(statsFile)
+	if err != nil {
+		if !res.TimedOut {
+			res.Err = err
+		}
+		return res
+	}
+	res.Statements = st.Statements
+	res.Deleted = Rows{Tasks: st.TasksDeleted, Queues: st.QueuesDeleted}
+	res.Elapsed = time.Duration(st.ElapsedSeconds * float64(time.Second))
+	return res
 }

@@ -469,31 +469,5 @@ func (lr *liveRun) pass(ctx context.Context, dsn string, args []string) PassResu
 	measured := filepath.Join(r.o.Dir, "measure-"+r.id+".json")
 	argv := append([]string{"run", "--db", dsn, "--progress", "never", "--log-level", "warn",
 		"--now", lr.now.Format(time.RFC3339Nano), "--stats-json", statsFile}, args...)
-	pctx := ctx
-	if r.o.PassTimeout > 0 {
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithTimeout(ctx, r.o.PassTimeout)
-		defer cancel()
-	}
-	res := PassResult{Pass: Pass(strings.Join(append([]string{"run"}, args...), " "))}
-	ch, err := runChild(pctx, r.o.Binary, argv, r.o.Env, measured)
-	res.Wall, res.MaxRSS = ch.wall, ch.maxRSS
-	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
-		res.TimedOut, res.Wall, err = true, r.o.PassTimeout, nil
-	}
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	st, err := readStats(statsFile)
-	if err != nil {
-		if !res.TimedOut {
-			res.Err = err
-		}
-		return res
-	}
-	res.Statements = st.Statements
-	res.Deleted = Rows{Tasks: st.TasksDeleted, Queues: st.QueuesDeleted}
-	res.Elapsed = time.Duration(st.ElapsedSeconds * float64(time.Second))
-	return res
+	return r.child(ctx, Pass(strings.Join(append([]string{"run"}, args...), " ")), argv, statsFile, measured)
 }
