@@ -176,6 +176,10 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	p := &pass{cfg: s.cfg, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st = s.stack(&p.refused)
 	p.rng = s.cfg.Partition.Range()
+	p.spread = 1
+	if cs, ok := s.st.(store.CommitSharer); ok && cs.SharesCommits() {
+		p.spread = s.cfg.Workers
+	}
 	log := s.cfg.Logger
 	if s.cfg.Resume != nil || s.cfg.Checkpoint != nil {
 		id, err := s.identity(ctx)
@@ -310,6 +314,9 @@ type pass struct {
 	refused atomic.Int64
 	retries retryLog
 	st      store.Store
+	// spread is how many window jobs a page's queues go to: the workers
+	// where the store shares the commits of concurrent writes, else one.
+	spread int
 	c       *counters
 	ex      *executor.Executor
 	// present lists the task tables that exist, whether or not this pass
@@ -428,6 +435,27 @@ func (p *pass) clip(n, limit int, key func(i int) store.QueueKey) (keep int, mor
 	return n, n >= limit
 }
 
+// minWindow is the fewest queues a page is split into a window of: a
+// window costs a few statements whatever its size.
+const minWindow = 16
+
+// windows splits a page's window queues into p.spread windows of at least
+// minWindow queues each (none for no queues).
+func (p *pass) windows(queues []*queueJob) [][]*queueJob {
+	n := min(p.spread, len(queues)/minWindow)
+	if n <= 1 {
+		if len(queues) == 0 {
+			return nil
+		}
+		return [][]*queueJob{queues}
+	}
+	out := make([][]*queueJob, 0, n)
+	for i := range n {
+		out = append(out, queues[i*len(queues)/n:(i+1)*len(queues)/n])
+	}
+	return out
+}
+
 // listQueues walks the queue table t in primary-key order and submits one
 // job per row. Submit blocks while the workers are busy, so at most a page
 // and the run queue of rows are in memory.
@@ -465,8 +493,8 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.Queue
 				return err
 			}
 		}
-		if len(window) > 0 {
-			if err := p.ex.Submit(ctx, m.track(pg, p.newWindowJob(t, window))); err != nil {
+		for _, w := range p.windows(window) {
+			if err := p.ex.Submit(ctx, m.track(pg, p.newWindowJob(t, w))); err != nil {
 				return err
 			}
 		}

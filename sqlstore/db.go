@@ -45,6 +45,14 @@ type Options struct {
 	// process (such as a running Temporal dev server). Default 5s.
 	BusyTimeout time.Duration
 
+	// WriteTxBudget is how long one write transaction shared by
+	// concurrent calls keeps taking statements, on a SQLite file in a
+	// rollback journal (not WAL), where each commit costs several fsyncs.
+	// Each call still returns only once its statement has committed.
+	// Default DefaultWriteTxBudget; negative: every statement commits on
+	// its own, as on WAL files and the servers.
+	WriteTxBudget time.Duration
+
 	// TLS, if set, makes every connection to PostgreSQL or MySQL use TLS
 	// with these settings (and never fall back to plain text). The DSN
 	// must then hold no TLS parameters of its own (PostgreSQL's sslmode,
@@ -62,6 +70,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
+	}
+	if o.WriteTxBudget == 0 {
+		o.WriteTxBudget = DefaultWriteTxBudget
 	}
 	return o
 }
@@ -93,6 +104,10 @@ type DB struct {
 	// connector is the connector the store was made on, for connections
 	// outside its pool (the lock's).
 	connector driver.Connector
+
+	// group, on a SQLite file in a rollback journal, shares write
+	// transactions among concurrent calls; nil elsewhere.
+	group *groupCommit
 }
 
 var (
@@ -255,8 +270,11 @@ func (s *DB) start(ctx context.Context, learnDSN bool) error {
 		}
 	case SQLite:
 		if learnDSN {
-			return s.learnSQLite(ctx, conn)
+			if err := s.learnSQLite(ctx, conn); err != nil {
+				return err
+			}
 		}
+		return s.learnJournal(ctx, conn)
 	}
 	return nil
 }

@@ -50,22 +50,38 @@ func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// query runs a read on the pool (prepared where the dialect prepares).
-func (s *DB) query(ctx context.Context, q string, args []any) (*sql.Rows, error) {
+// query runs a read on the pool (prepared where the dialect prepares), or
+// in the open shared write transaction (see groupCommit).
+func (s *DB) query(ctx context.Context, q string, args []any) (*rows, error) {
 	s.statements.Add(1)
+	if s.group != nil {
+		if r, ok, err := s.group.query(ctx, q, args); ok {
+			return r, err
+		}
+	}
 	st, err := s.stmt(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	var r *sql.Rows
 	if st != nil {
-		return st.QueryContext(ctx, args...)
+		r, err = st.QueryContext(ctx, args...)
+	} else {
+		r, err = s.db.QueryContext(ctx, q, args...)
 	}
-	return s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{Rows: r}, nil
 }
 
-// exec runs a write on the pool and returns rows affected.
+// exec runs a write on the pool, or in a shared write transaction (see
+// groupCommit), and returns rows affected once it has committed.
 func (s *DB) exec(ctx context.Context, q string, args []any) (int64, error) {
 	s.statements.Add(1)
+	if s.group != nil {
+		return s.group.exec(ctx, q, args)
+	}
 	st, err := s.stmt(ctx, q)
 	if err != nil {
 		return 0, err

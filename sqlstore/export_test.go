@@ -145,3 +145,40 @@ func cellRanges(cells []cell) []store.HashRange {
 	}
 	return out
 }
+
+// GroupCommits reports the shared write transactions the store committed
+// and the writes they held; ok is false where the store has no group
+// commit (WAL files, the servers).
+func (s *DB) GroupCommits() (commits, writes int64, ok bool) {
+	if s.group == nil {
+		return 0, 0, false
+	}
+	return s.group.commits.Load(), s.group.writes.Load(), true
+}
+
+// HoldGroup opens a shared write transaction as a write would, and keeps
+// it open until release: the writes that join it meanwhile wait for its
+// commit. joined reports how many writes have joined it (this one
+// included), whether only this one is still running, and whether another
+// group has opened after it.
+func (s *DB) HoldGroup(ctx context.Context) (joined func() (writes int, idle, next bool), release func(), err error) {
+	g, err := s.group.join(ctx, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	joined = func() (int, bool, bool) {
+		s.group.mu.Lock()
+		defer s.group.mu.Unlock()
+		return g.writes, g.inflight == 1, s.group.cur != nil && s.group.cur != g
+	}
+	release = func() {
+		s.group.leave(g)
+		<-g.done
+	}
+	return joined, release, nil
+}
+
+// Exec runs a write as the store's methods do.
+func (s *DB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	return s.exec(ctx, q, args)
+}

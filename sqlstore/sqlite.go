@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -146,6 +147,20 @@ func (s *DB) learnSQLite(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	return s.wrap(ctx, "list the databases", rows.Err())
+}
+
+// learnJournal turns on group commit where the file is in a rollback
+// journal: the store never changes a user's journal mode, so there each
+// commit costs its fsyncs (see groupCommit).
+func (s *DB) learnJournal(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return s.wrap(ctx, "read the journal mode", err)
+	}
+	if !strings.EqualFold(mode, "wal") && s.opts.WriteTxBudget > 0 {
+		s.group = newGroupCommit(s.db, s.opts.WriteTxBudget, s.opts.BusyTimeout, &s.statements)
+	}
+	return nil
 }
 
 func classifySQLite(err error) error {

@@ -144,6 +144,16 @@ type Writer interface {
 	CompleteTasks(ctx context.Context, t Table, q QueueKey, through TaskKey) (int64, error)
 }
 
+// A CommitSharer is a Store whose writes share a commit when they run at
+// once, each still returning only once it has committed: sqlstore on a
+// SQLite file in a rollback journal, where a commit costs several fsyncs.
+// A pass then spreads a page's queues over several jobs, so that its
+// writes run at once.
+type CommitSharer interface {
+	// SharesCommits reports whether concurrent writes share commits.
+	SharesCommits() bool
+}
+
 // Locker takes the one-scavenger-at-a-time lock of a task store.
 type Locker interface {
 	// Lock takes the lock. With wait it blocks until the lock is free or

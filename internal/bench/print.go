@@ -60,8 +60,12 @@ func printTable(w io.Writer, er EngineReport, markdown bool) {
 			if p.TimedOut {
 				wall, deleted = "> "+wall, "stopped after "+deleted
 			}
+			r := ratio(&cr, p.Pass)
+			if cr.Case.Large && p.Pass == PassDefault {
+				r = perRow(er, &cr)
+			}
 			rows = append(rows, []string{name, size, string(p.Pass), wall, rate, deleted, thousands(p.Statements),
-				fmt.Sprintf("%.1f MB", mb(p.MaxRSS)), ratio(&cr, p.Pass)})
+				fmt.Sprintf("%.1f MB", mb(p.MaxRSS)), r})
 		}
 		if len(cr.Passes) == 0 {
 			rows = append(rows, []string{cr.Case.Name, cr.Case.Size(), "", "failed", "", "", "", "", ""})
@@ -116,6 +120,36 @@ func ratio(cr *CaseReport, p Pass) string {
 		return f("safe raw÷raw", PassSafeRaw, PassRaw)
 	}
 	return ""
+}
+
+// perRow is a large case's figure: the default pass's time per deleted
+// row, and its ratio to all-expired's where that case ran too (the
+// issue's "within 20 %": cost grows linearly with the rows).
+func perRow(er EngineReport, cr *CaseReport) string {
+	p := cr.find(PassDefault)
+	if p == nil || p.TimedOut {
+		return ""
+	}
+	out := fmt.Sprintf("%.0f ns/row", nsPerRow(p))
+	for i := range er.Cases {
+		base := &er.Cases[i]
+		if base.Case.Name != "all-expired" {
+			continue
+		}
+		if b := base.find(PassDefault); b != nil && !b.TimedOut && nsPerRow(b) > 0 {
+			out += fmt.Sprintf(", ÷ all-expired %s's %.0f = %.2f", base.Case.Size(), nsPerRow(b), nsPerRow(p)/nsPerRow(b))
+		}
+	}
+	return out
+}
+
+// nsPerRow is a pass's wall time per task and queue row deleted.
+func nsPerRow(p *PassResult) float64 {
+	n := p.Deleted.Tasks + p.Deleted.Queues
+	if n == 0 {
+		return 0
+	}
+	return float64(p.Wall.Nanoseconds()) / float64(n)
 }
 
 // both joins the ratios that are there.

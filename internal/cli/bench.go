@@ -29,7 +29,7 @@ func benchFlags(g *flagGroups) runFunc {
 	fs.StringVar(&engines, "engines", "sqlite,postgres,mysql", "engines to measure, comma-separated")
 	fs.StringVar(&o.Postgres, "postgres", bench.DefaultPostgres, "PostgreSQL server: databases tqs_bench_* are created there and dropped after")
 	fs.StringVar(&o.MySQL, "mysql", bench.DefaultMySQL, "MySQL/MariaDB server: databases tqs_bench_* are created there and dropped after")
-	fs.StringVar(&cases, "cases", "all", "cases to run, comma-separated: "+strings.Join(bench.CaseNames(), ", "))
+	fs.StringVar(&cases, "cases", "all", "cases to run, comma-separated: "+strings.Join(bench.CaseNames(), ", ")+" (all: every case but ten-million, which runs only when named)")
 	fs.IntVar(&o.Scale, "scale", 1, "divide every case's size by this (e.g. 100 for a smoke run); 1 is the full size")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run each pass this many times, each on a fresh copy, and report the median")
 	durationVar(fs, &o.PassTimeout, "pass-timeout", 0, "stop a pass after this long and report it as taking longer (default: no limit)")
