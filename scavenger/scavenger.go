@@ -317,8 +317,8 @@ type pass struct {
 	// spread is how many window jobs a page's queues go to: the workers
 	// where the store shares the commits of concurrent writes, else one.
 	spread int
-	c       *counters
-	ex      *executor.Executor
+	c      *counters
+	ex     *executor.Executor
 	// present lists the task tables that exist, whether or not this pass
 	// scavenges them.
 	present []store.Table

@@ -75,8 +75,8 @@ func journalMode(t *testing.T, db *sql.DB) string {
 func TestGroupCommit(t *testing.T) {
 	const queues, tasks, workers = 40, 50, 4
 	for _, tc := range []struct {
-		name        string
-		budget      time.Duration
+		name   string
+		budget time.Duration
 		wal    bool
 	}{
 		{name: "rollback journal"},
