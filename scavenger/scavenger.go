@@ -176,7 +176,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	p := &pass{cfg: s.cfg, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st = s.stack(&p.refused)
 	p.rng = s.cfg.Partition.Range()
-	p.spread = 1
+	p.spread, p.pipeline = 1, windowPipeline
 	if cs, ok := s.st.(store.CommitSharer); ok && cs.SharesCommits() {
 		p.spread = s.cfg.Workers
 	}
@@ -316,9 +316,11 @@ type pass struct {
 	st      store.Store
 	// spread is how many window jobs a page's queues go to: the workers
 	// where the store shares the commits of concurrent writes, else one.
-	spread int
-	c      *counters
-	ex     *executor.Executor
+	// pipeline is how many deletes a window keeps running while it scans
+	// on (windowPipeline).
+	spread, pipeline int
+	c                *counters
+	ex               *executor.Executor
 	// present lists the task tables that exist, whether or not this pass
 	// scavenges them.
 	present []store.Table
@@ -434,6 +436,12 @@ func (p *pass) clip(n, limit int, key func(i int) store.QueueKey) (keep int, mor
 	}
 	return n, n >= limit
 }
+
+// windowPipeline is how many deletes a window keeps running while it
+// scans on: with two, the next scan overlaps the last delete (on a server,
+// on another connection), and where the store shares commits the next
+// delete joins the commit the last one waits for.
+const windowPipeline = 2
 
 // minWindow is the fewest queues a page is split into a window of: a
 // window costs a few statements whatever its size.

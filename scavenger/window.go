@@ -30,6 +30,9 @@ type windowJob struct {
 	// scan has passed and whose deletes ran, so progress moves inside a
 	// page instead of a page at a time.
 	counted int
+	// pending are the deletes still running, oldest first (see
+	// startDelete).
+	pending []pendingDelete
 }
 
 func (p *pass) newWindowJob(t store.Table, queues []*queueJob) *windowJob {
@@ -66,6 +69,9 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			return err
 		})
 		if err != nil {
+			if derr := w.settle(0); derr != nil {
+				return w.fail(ctx, "delete tasks", derr)
+			}
 			return w.fail(ctx, "scan tasks", err)
 		}
 		now := p.cfg.Now()
@@ -108,12 +114,13 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			}
 		}
 		plan.endRun()
-		if err := w.delete(ctx, &plan); err != nil {
+		if err := w.startDelete(ctx, &plan); err != nil {
 			return w.fail(ctx, "delete tasks", err)
 		}
-		// Rows come in key order: the queues before qi have no rows left.
-		w.processed(w.qi)
 		if len(rows) < batch {
+			if err := w.settle(0); err != nil {
+				return w.fail(ctx, "delete tasks", err)
+			}
 			return w.finish(ctx)
 		}
 		if skipped*2 > len(rows) {
@@ -128,7 +135,65 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			w.pos.Task = store.MaxTaskKey
 		}
 	}
+	if err := w.settle(0); err != nil {
+		return w.fail(ctx, "delete tasks", err)
+	}
 	return executor.Defer
+}
+
+// A pendingDelete is a window's delete still running (see startDelete).
+type pendingDelete struct {
+	done chan error
+	// qi is the window's qi when it was planned: once it is done, the
+	// queues before qi have no rows left.
+	qi int
+}
+
+// startDelete runs the plan's deletes, keeping up to p.pipeline of them
+// running while the window scans on: the next scan reads only rows past
+// the last one planned, so it never meets rows a running delete may or
+// may not have deleted yet. The scan's latency hides the delete's, and
+// where the store shares commits a window's deletes share one too (a
+// call returns only once its statement has committed, so one delete at a
+// time would put one of the window's deletes in each commit). Each
+// delete's rows are counted when it returns, as without; the window waits
+// for them all before it deletes its empty queues and before it ends (Run
+// returns nothing that still runs).
+func (w *windowJob) startDelete(ctx context.Context, d *deletePlan) error {
+	if w.p.pipeline <= 1 {
+		if err := w.delete(ctx, d); err != nil {
+			return err
+		}
+		// Rows come in key order: the queues before qi have no rows left.
+		w.processed(w.qi)
+		return nil
+	}
+	if err := w.settle(w.p.pipeline - 1); err != nil {
+		return err
+	}
+	pd := pendingDelete{done: make(chan error, 1), qi: w.qi}
+	go func() { pd.done <- w.delete(ctx, d) }()
+	w.pending = append(w.pending, pd)
+	return nil
+}
+
+// settle waits until at most keep of the window's deletes are running,
+// oldest first, and counts the queues each finished. If one failed it
+// waits for them all and returns its error.
+func (w *windowJob) settle(keep int) error {
+	for len(w.pending) > keep {
+		pd := w.pending[0]
+		w.pending = w.pending[1:]
+		if err := <-pd.done; err != nil {
+			for _, rest := range w.pending {
+				<-rest.done
+			}
+			w.pending = nil
+			return err
+		}
+		w.processed(pd.qi)
+	}
+	return nil
 }
 
 // deletePlan collects the deletable tasks of one scan batch as runs: a key

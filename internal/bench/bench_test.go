@@ -36,7 +36,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 // smoke runs every case on engine e at a tiny scale and checks what each
 // pass left, never how long it took.
-func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) {
+func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) (markdown string) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -52,17 +52,22 @@ func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) {
 	if err != nil {
 		t.Fatalf("bench: %v", err)
 	}
-	for _, markdown := range []bool{false, true} {
+	for _, md := range []bool{false, true} {
 		var out bytes.Buffer
-		bench.Print(&out, rep, markdown)
+		bench.Print(&out, rep, md)
 		t.Logf("\n%s", out.String())
+		markdown = out.String()
 		if !strings.Contains(out.String(), "÷raw") || strings.Contains(out.String(), "WARNING") {
 			t.Errorf("table without a ratio to the raw bound, or with a warning")
 		}
 	}
 	cases := len(o.Cases)
 	if cases == 0 {
-		cases = len(bench.Cases())
+		for _, c := range bench.Cases() {
+			if !c.Large { // only when named
+				cases++
+			}
+		}
 	}
 	if len(rep.Engines) != 1 || len(rep.Engines[0].Cases) != cases {
 		t.Fatalf("report has %d engines, want 1 with %d cases", len(rep.Engines), cases)
@@ -79,6 +84,9 @@ func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) {
 			all := bench.Rows{Tasks: c.Tasks(), Queues: int64(c.Queues)}
 			live := bench.Rows{Tasks: c.Tasks() - int64(c.Queues*c.TasksPerQueue/2), Queues: int64(c.Queues)}
 			want = map[bench.Pass]bench.Rows{bench.PassDefault: all, bench.PassTemporal: all, bench.PassPastLiveHead: live, bench.PassRaw: live, bench.PassSafeRaw: live}
+		}
+		if c.Large {
+			want = map[bench.Pass]bench.Rows{bench.PassDefault: {}, bench.PassTemporal: {}}
 		}
 		if len(cr.Passes) != len(want) {
 			t.Errorf("%s: %d passes, want %d", c.Name, len(cr.Passes), len(want))
@@ -104,12 +112,22 @@ func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) {
 			t.Errorf("%s: no listing measurement", c.Name)
 		}
 	}
+	return markdown
 }
 
 // TestSmoke runs the whole benchmark on SQLite at 1/1000 of its size:
 // seconds, not minutes.
 func TestSmoke(t *testing.T) {
 	smoke(t, sqlstore.SQLite, bench.Options{Scale: 1000})
+}
+
+// TestSmokeLarge runs the ten-million case, named, beside all-expired:
+// its row gives the default's time per row against all-expired's.
+func TestSmokeLarge(t *testing.T) {
+	out := smoke(t, sqlstore.SQLite, bench.Options{Scale: 10_000, Cases: []string{"all-expired", "ten-million"}})
+	if !strings.Contains(out, "ns/row, ÷ all-expired 1×1k's") {
+		t.Errorf("no time per row against all-expired in:\n%s", out)
+	}
 }
 
 // TestSmokeServers runs the live-head case on PostgreSQL and MariaDB,
