@@ -77,6 +77,10 @@ type LiveOptions struct {
 	// Phases limits the run to these phases, in LivePhases' order; the
 	// limit phases need the default one before them. Default: all.
 	Phases []LivePhase
+	// Extra are phases of the caller's: each the flags of a pass (such as
+	// "--task-batch-size 100 --yield-to-load"), run after the others as
+	// phase "extra 1", "extra 2", …
+	Extra [][]string
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -260,8 +264,13 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 	for rep := range r.o.Repeat {
 		le.Load = append(le.Load, loadAvg())
 		var figs []LiveFigure
-		for _, ph := range LivePhases() {
-			if len(lo.Phases) > 0 && !slices.Contains(lo.Phases, ph) {
+		phases := LivePhases()
+		for i := range lo.Extra {
+			phases = append(phases, LivePhase(fmt.Sprintf("extra %d", i+1)))
+		}
+		for pi, ph := range phases {
+			extra := pi >= len(LivePhases())
+			if len(lo.Phases) > 0 && !slices.Contains(lo.Phases, ph) && !extra {
 				continue
 			}
 			if (ph == LiveMaxDeletes || ph == LiveMaxStatements) && le.MaxDeletes == 0 {
@@ -278,6 +287,9 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 				args = []string{"--max-statements-per-second", fmt.Sprintf("%.0f", le.MaxStatements)}
 			case LiveYield:
 				args = []string{"--yield-to-load"}
+			}
+			if extra {
+				args = lo.Extra[pi-len(LivePhases())]
 			}
 			f := lr.figure(ctx, ph, args, &le.Warnings)
 			r.logf("%s live-load %s (%d of %d): %d samples over %s in %d rounds: p50 %s p99 %s max %s, lock p99 %s, %.0f ops/s; pass %s; load %s",

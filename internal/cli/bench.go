@@ -23,6 +23,7 @@ func benchFlags(g *flagGroups) runFunc {
 		markdown, quiet        bool
 		live                   bool
 		phases                 string
+		extra                  []string
 		lo                     bench.LiveOptions
 	)
 	fs := g.Other
@@ -46,11 +47,46 @@ func benchFlags(g *flagGroups) runFunc {
 	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: half the capacity measured)")
 	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, yield-to-load")
 	durationVar(fs, &lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
+	fs.StringArrayVar(&extra, "live-extra", nil, "--live-load: one more phase, a pass with these flags of \"What to delete\" and \"Pace and safety\" (e.g. '--task-batch-size 100 --yield-to-load'); repeat for more")
 	g.Output.BoolVar(&markdown, "markdown", false, "print the tables as Markdown")
 	g.Output.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return func(ctx context.Context, inv *invocation) error {
+		for _, x := range extra {
+			args, err := passFlags(x)
+			if err != nil {
+				return usagef("--live-extra: %v", err)
+			}
+			lo.Extra = append(lo.Extra, args)
+		}
 		return benchCmd(ctx, inv.env, engines, cases, binary, o, markdown, quiet, live, phases, lo)
 	}
+}
+
+// passFlags splits a --live-extra value into flags and checks that each
+// is one of run's "What to delete" or "Pace and safety" flags: the
+// benchmark sets the connection and the output itself, and the value is
+// printed in the table, where a DSN or password must never be.
+func passFlags(s string) ([]string, error) {
+	g := newFlagGroups(newFlagSet("run"))
+	runFlags(g)
+	args := strings.Fields(s)
+	if len(args) == 0 {
+		return nil, fmt.Errorf("no flags")
+	}
+	for i, a := range args {
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok {
+			if i > 0 && strings.HasPrefix(args[i-1], "--") && !strings.Contains(args[i-1], "=") {
+				continue // the value of the flag before
+			}
+			return nil, fmt.Errorf("%q is not a flag (write --name or --name=value)", a)
+		}
+		name, _, _ = strings.Cut(name, "=")
+		if g.Scope.Lookup(name) == nil && g.Pace.Lookup(name) == nil {
+			return nil, fmt.Errorf("--%s: only the flags of \"What to delete\" and \"Pace and safety\" (see run --help)", name)
+		}
+	}
+	return args, nil
 }
 
 func benchCmd(ctx context.Context, e *env, engines, cases, binary string, o bench.Options, markdown, quiet, live bool, phases string, lo bench.LiveOptions) error {
