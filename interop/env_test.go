@@ -24,6 +24,7 @@ type settings struct {
 	fairness []bool   // TQS_INTEROP_FAIRNESS=off,on
 	brk      string   // TQS_INTEROP_BREAK=clock|fence|none: which broken scavengers must be caught
 	keep     bool     // TQS_INTEROP_KEEP=1: keep databases and logs
+	journal  string   // TQS_INTEROP_SQLITE_JOURNAL=wal|delete: the SQLite file's journal mode (default wal)
 	work     string   // directory for configs, logs and SQLite files
 	temporal string   // the temporal-server binary (built if not given)
 	tqs      string   // the tqscavenger binary (built if not given)
@@ -62,6 +63,13 @@ func readSettings() (settings, error) {
 	}
 	s.short = os.Getenv("TQS_INTEROP_SHORT") == "1"
 	s.keep = os.Getenv("TQS_INTEROP_KEEP") == "1"
+	switch s.journal = os.Getenv("TQS_INTEROP_SQLITE_JOURNAL"); s.journal {
+	case "":
+		s.journal = "wal"
+	case "wal", "delete":
+	default:
+		return s, fmt.Errorf("TQS_INTEROP_SQLITE_JOURNAL=%q: use wal or delete (a rollback journal, as Temporal's dev server keeps its files)", s.journal)
+	}
 	if v := os.Getenv("TQS_INTEROP_ENGINES"); v != "" {
 		s.engines = strings.Split(v, ",")
 	} else {

@@ -257,6 +257,16 @@ limit.maxIDLength:
 `, fairness)
 }
 
+// sqliteJournal is the SQLite store's journal attributes: WAL with
+// synchronous=NORMAL, or a rollback journal with SQLite's defaults, as
+// Temporal's dev server keeps its files (the plugin sets neither there).
+func sqliteJournal(mode string) string {
+	if mode == "delete" {
+		return "          journal_mode: delete\n"
+	}
+	return "          journal_mode: wal\n          synchronous: \"1\"\n"
+}
+
 func (ts *temporalServer) config(dynPath string) string {
 	p := func(off int) int { return ts.base + off }
 	store := func(name, engine, db string, maxConns int) string {
@@ -302,13 +312,11 @@ func (ts *temporalServer) config(dynPath string) string {
           mode: rwc
           cache: private
           setup: "true"
-          journal_mode: wal
-          synchronous: "1"
-          busy_timeout: "10000"
+%s          busy_timeout: "10000"
         maxConns: 1
         maxIdleConns: 1
         maxConnLifetime: 1h
-`, name, db)
+`, name, db, sqliteJournal(ts.s.journal))
 		}
 	}
 	visEngine := ts.db.engine

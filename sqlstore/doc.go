@@ -10,6 +10,9 @@
 //   - db.go: a store's options, making it (New, Open), closing it.
 //   - exec.go: running a statement (the prepared statement cache,
 //     transactions, the context of one call).
+//   - groupcommit.go: on a SQLite file in a rollback journal, the writes
+//     of concurrent calls sharing one write transaction (at most
+//     Options.WriteTxBudget), each call returning once it has committed.
 //   - errors.go: what a driver error means (transient, a failed condition,
 //     a timeout, read-only, disk full, a write whose outcome is unknown),
 //     and the store's own errors.
