@@ -15,8 +15,8 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// TestRollbackJournalSameOutcome: on a SQLite file in a rollback journal
-// the store shares commits, and the pass spreads pages over windows that
+// TestRollbackJournalSameOutcome: on a SQLite file in a rollback journal,
+// with group commit on (Options.WriteTxBudget), the store shares commits, and the pass spreads pages over windows that
 // keep deletes running while they scan on. It must leave exactly the rows,
 // and report exactly the counts, of the same pass on the same data in WAL,
 // where none of that happens; with transient errors injected too.
@@ -47,7 +47,11 @@ func TestRollbackJournalSameOutcome(t *testing.T) {
 				}
 				db.Close()
 				setJournal(t, path, journal)
-				db = testdb.OpenDSN(t, path)
+				db, err = sqlstore.Open(context.Background(), path, sqlstore.Options{WriteTxBudget: 100 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
 				if got := db.SharesCommits(); got != (journal == "delete") {
 					t.Fatalf("journal %s: SharesCommits = %v", journal, got)
 				}

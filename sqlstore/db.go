@@ -45,12 +45,16 @@ type Options struct {
 	// process (such as a running Temporal dev server). Default 5s.
 	BusyTimeout time.Duration
 
-	// WriteTxBudget is how long one write transaction shared by
-	// concurrent calls keeps taking statements, on a SQLite file in a
-	// rollback journal (not WAL), where each commit costs several fsyncs.
-	// Each call still returns only once its statement has committed.
-	// Default DefaultWriteTxBudget; negative: every statement commits on
-	// its own, as on WAL files and the servers.
+	// WriteTxBudget, if positive, turns on group commit on a SQLite file
+	// in a rollback journal (not WAL), where each commit costs several
+	// fsyncs: the writes of concurrent calls share one write transaction,
+	// which takes statements for at most this long (100ms is the bound
+	// measured in docs/benchmarks.md). Each call still returns only once
+	// its statement has committed. Zero, the default, or negative: every
+	// statement commits on its own, as on WAL files and the servers. It is
+	// off by default because beside a live Temporal server on such a file
+	// it made matching's deferred transactions meet SQLITE_BUSY and its
+	// workflows take longer (see groupCommit).
 	WriteTxBudget time.Duration
 
 	// TLS, if set, makes every connection to PostgreSQL or MySQL use TLS
@@ -70,9 +74,6 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
-	}
-	if o.WriteTxBudget == 0 {
-		o.WriteTxBudget = DefaultWriteTxBudget
 	}
 	return o
 }

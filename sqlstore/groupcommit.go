@@ -16,11 +16,6 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// DefaultWriteTxBudget is Options.WriteTxBudget's default: the issue's
-// bound on how long one write transaction may keep taking statements while
-// Temporal's own writers wait for the lock.
-const DefaultWriteTxBudget = 100 * time.Millisecond
-
 // A commit in a rollback journal writes and syncs the journal, syncs the
 // file and deletes the journal: four fsyncs, milliseconds on most disks,
 // against none in WAL with synchronous=NORMAL. One statement per commit
@@ -32,13 +27,25 @@ const DefaultWriteTxBudget = 100 * time.Millisecond
 // committed (or with an error, having changed nothing that stays), so the
 // scavenger's counts and its stop on a lost lock hold as before. The first
 // write that finds no open group begins one (BEGIN IMMEDIATE on the
-// store's one connection); while it is open, every statement of the store,
-// reads too, runs on that connection, inside it; it commits as soon as no
-// statement of it is running, or, once it is budget old, as soon as those
-// running end. The write lock is so held for at most the budget, plus the
+// store's one connection); while it is open, the store's writes run on
+// that connection, inside it, and its reads wait for it (see query); it
+// commits as soon as no statement of it is running, or, once it is budget
+// old, as soon as those running end. The write lock is so held for at most the budget, plus the
 // longest statement, plus the commit. A group takes only as many writes as
 // there are calls at once (a caller waits for its commit before its next
 // statement): with the scavenger's 4 workers, about 4 deletes per commit.
+//
+// It is off unless Options.WriteTxBudget is set. Beside a live Temporal
+// 1.32 server on a rollback-journal file (the interop suite with
+// TQS_INTEROP_SQLITE_JOURNAL=delete), the server's workflows took 1m50s
+// with it where they took 1m5s without a scavenger and 1m6s with
+// tqscavenger committing each statement, and matching's UpdateTaskQueue met
+// SQLITE_BUSY 21 times against 2: Temporal's SQLite plugin begins deferred
+// transactions, which fail at once, without waiting, when they try to
+// write while another connection holds the write lock, and a shared
+// transaction holds it for longer stretches than single statements do.
+// On a copy of a file that no Temporal server uses, it makes a pass's
+// commits as few as the raw bound's.
 //
 // A write that fails (an interrupted DELETE rolls SQLite's whole
 // transaction back) fails the group: the writes after it do not run (they
@@ -88,6 +95,9 @@ func newGroupCommit(db *sql.DB, budget, busy time.Duration, statements *atomic.I
 func (s *DB) SharesCommits() bool { return s.group != nil }
 
 var _ store.CommitSharer = (*DB)(nil)
+
+// readsJoin says whether reads run inside an open group (see query).
+const readsJoin = false
 
 // errGroupFailed is what the writes of a group that rolled back return
 // when their own statement did not fail.
@@ -242,9 +252,18 @@ func (gc *groupCommit) exec(ctx context.Context, q string, args []any) (int64, e
 	return n, nil
 }
 
-// query runs a read in the open group, if there is one; ok false means
-// there is none and the read is the caller's to run.
+// query would run a read in the open group. Reads do not join: inside
+// the group a read would hold the write lock Temporal's writers wait for
+// (beside a live Temporal server on a rollback-journal file, workflows took
+// 1m50s instead of 1m5s and matching met SQLITE_BUSY 21 times when they
+// did; 2m32s when they did not: the group itself is what hurts there, see
+// groupCommit), so a read waits for the store's connection instead, as it would
+// for any statement of another call. ok false means the read is the
+// caller's to run.
 func (gc *groupCommit) query(ctx context.Context, q string, args []any) (r *rows, ok bool, err error) {
+	if !readsJoin {
+		return nil, false, nil
+	}
 	g, err := gc.join(ctx, false)
 	if err != nil {
 		return nil, true, err

@@ -75,9 +75,8 @@ func journalMode(t *testing.T, db *sql.DB) string {
 func TestGroupCommit(t *testing.T) {
 	const queues, tasks, workers = 40, 50, 4
 	for _, tc := range []struct {
-		name   string
-		budget time.Duration
-		wal    bool
+		name string
+		wal  bool
 	}{
 		{name: "rollback journal"},
 		{name: "WAL", wal: true},
@@ -90,7 +89,7 @@ func TestGroupCommit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			db, err := sqlstore.Open(ctx, path, sqlstore.Options{WriteTxBudget: tc.budget})
+			db, err := sqlstore.Open(ctx, path, sqlstore.Options{WriteTxBudget: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,6 +230,20 @@ func TestGroupCommitBudget(t *testing.T) {
 	}
 	if commits, writes, _ := db.GroupCommits(); commits != 2 || writes != 2 {
 		t.Errorf("%d commits of %d writes, want 2 of 2", commits, writes)
+	}
+}
+
+// TestGroupCommitOff: without Options.WriteTxBudget a rollback-journal
+// file commits each statement on its own.
+func TestGroupCommitOff(t *testing.T) {
+	path := rollbackFile(t, 1, 10)
+	db, err := sqlstore.Open(ctx, path, sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, _, ok := db.GroupCommits(); ok || db.SharesCommits() {
+		t.Fatal("group commit on without WriteTxBudget")
 	}
 }
 

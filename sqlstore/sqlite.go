@@ -149,9 +149,10 @@ func (s *DB) learnSQLite(ctx context.Context, conn *sql.Conn) error {
 	return s.wrap(ctx, "list the databases", rows.Err())
 }
 
-// learnJournal turns on group commit where the file is in a rollback
-// journal: the store never changes a user's journal mode, so there each
-// commit costs its fsyncs (see groupCommit).
+// learnJournal turns on group commit, where Options.WriteTxBudget asks
+// for it, if the file is in a rollback journal: the store never changes a
+// user's journal mode, so there each commit costs its fsyncs (see
+// groupCommit).
 func (s *DB) learnJournal(ctx context.Context, conn *sql.Conn) error {
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
