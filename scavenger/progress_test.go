@@ -49,10 +49,10 @@ func TestQueuesCountAsTheyFinishInAPage(t *testing.T) {
 		t.Fatalf("the pass made %d scans, want more than 5 (one page of %d queues in batches of 50)", scans.Load(), queues)
 	}
 	// After five batches of 50 rows, 24 queues are behind the scan (the
-	// 25th's last row was read but nothing after it). The window keeps
-	// up to two deletes running while it scans on, and a queue counts once
-	// its delete has returned: the first three batches' deletes have, so
-	// 14 to 24 queues count.
+	// 25th's last row was read but nothing after it). A queue counts once
+	// its delete has returned; where the store shares commits a window
+	// keeps up to two deletes running while it scans on, and then the
+	// first three batches' deletes have: 14 to 24 queues count.
 	if st.QueuesProcessed < 14 || st.QueuesProcessed > 24 {
 		t.Errorf("mid-page: %d queues processed, want the ones the scan passed whose deletes returned (14 to 24 of %d)", st.QueuesProcessed, queues)
 	}

@@ -150,7 +150,8 @@ type pendingDelete struct {
 }
 
 // startDelete runs the plan's deletes, keeping up to p.pipeline of them
-// running while the window scans on: the next scan reads only rows past
+// running while the window scans on (two where the store shares commits,
+// else one: see windowPipeline): the next scan reads only rows past
 // the last one planned, so it never meets rows a running delete may or
 // may not have deleted yet. The scan's latency hides the delete's, and
 // where the store shares commits a window's deletes share one too (a
