@@ -50,29 +50,20 @@ func (s *DB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// query runs a read on the pool (prepared where the dialect prepares), or
-// in the open shared write transaction (see groupCommit).
-func (s *DB) query(ctx context.Context, q string, args []any) (*rows, error) {
+// query runs a read on the pool (prepared where the dialect prepares). A
+// read never joins a shared write transaction (see groupCommit): inside it
+// a read would hold the write lock Temporal's writers wait for; it waits
+// for the store's connection instead.
+func (s *DB) query(ctx context.Context, q string, args []any) (*sql.Rows, error) {
 	s.statements.Add(1)
-	if s.group != nil {
-		if r, ok, err := s.group.query(ctx, q, args); ok {
-			return r, err
-		}
-	}
 	st, err := s.stmt(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	var r *sql.Rows
 	if st != nil {
-		r, err = st.QueryContext(ctx, args...)
-	} else {
-		r, err = s.db.QueryContext(ctx, q, args...)
+		return st.QueryContext(ctx, args...)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &rows{Rows: r}, nil
+	return s.db.QueryContext(ctx, q, args...)
 }
 
 // exec runs a write on the pool, or in a shared write transaction (see

@@ -162,7 +162,7 @@ func (s *DB) GroupCommits() (commits, writes int64, ok bool) {
 // included), whether only this one is still running, and whether another
 // group has opened after it.
 func (s *DB) HoldGroup(ctx context.Context) (joined func() (writes int, idle, next bool), release func(), err error) {
-	g, err := s.group.join(ctx, true)
+	g, err := s.group.join(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,7 +28,7 @@ import (
 // scavenger's counts and its stop on a lost lock hold as before. The first
 // write that finds no open group begins one (BEGIN IMMEDIATE on the
 // store's one connection); while it is open, the store's writes run on
-// that connection, inside it, and its reads wait for it (see query); it
+// that connection, inside it, and its reads wait for it (see DB.query); it
 // commits as soon as no statement of it is running, or, once it is budget
 // old, as soon as those running end. The write lock is so held for at most the budget, plus the
 // longest statement, plus the commit. A group takes only as many writes as
@@ -96,37 +96,26 @@ func (s *DB) SharesCommits() bool { return s.group != nil }
 
 var _ store.CommitSharer = (*DB)(nil)
 
-// readsJoin says whether reads run inside an open group (see query).
-const readsJoin = false
-
 // errGroupFailed is what the writes of a group that rolled back return
 // when their own statement did not fail.
 var errGroupFailed = errors.New("rolled back with its shared write transaction, in which another statement failed")
 
-// join returns the open group for a statement, or, for a write where none
-// is open, begins one. For a read where none is open it returns nil: the
-// read runs on the pool. The caller must call leave once its statement is
-// done (a read: once its rows are closed).
-func (gc *groupCommit) join(ctx context.Context, write bool) (*txGroup, error) {
+// join returns the open group for a write, or begins one where none is
+// open. The caller must call leave once its statement is done.
+func (gc *groupCommit) join(ctx context.Context) (*txGroup, error) {
 	gc.mu.Lock()
 	g := gc.cur
 	if g != nil && !g.begun.IsZero() && time.Since(g.begun) >= gc.budget {
 		g.closed, gc.cur, g = true, nil, nil // past its budget: it ends when its statements do
 	}
 	if g == nil {
-		if !write {
-			gc.mu.Unlock()
-			return nil, nil
-		}
 		g = &txGroup{ready: make(chan struct{}), done: make(chan struct{}), inflight: 1, writes: 1}
 		gc.cur = g
 		gc.mu.Unlock()
 		gc.begin(ctx, g)
 	} else {
 		g.inflight++
-		if write {
-			g.writes++
-		}
+		g.writes++
 		gc.mu.Unlock()
 		select {
 		case <-g.ready:
@@ -137,9 +126,6 @@ func (gc *groupCommit) join(ctx context.Context, write bool) (*txGroup, error) {
 	}
 	if g.beginErr != nil {
 		gc.leave(g)
-		if !write {
-			return nil, nil // a read needs no write lock: it runs on the pool
-		}
 		return nil, g.beginErr
 	}
 	return g, nil
@@ -223,7 +209,7 @@ func (gc *groupCommit) end(g *txGroup) {
 // exec runs a write in a group and returns its rows affected once the
 // group has committed.
 func (gc *groupCommit) exec(ctx context.Context, q string, args []any) (int64, error) {
-	g, err := gc.join(ctx, true)
+	g, err := gc.join(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -250,47 +236,4 @@ func (gc *groupCommit) exec(ctx context.Context, q string, args []any) (int64, e
 		return 0, g.err
 	}
 	return n, nil
-}
-
-// query would run a read in the open group. Reads do not join: inside
-// the group a read would hold the write lock Temporal's writers wait for
-// (beside a live Temporal server on a rollback-journal file, workflows took
-// 1m50s instead of 1m5s and matching met SQLITE_BUSY 21 times when they
-// did; 2m32s when they did not: the group itself is what hurts there, see
-// groupCommit), so a read waits for the store's connection instead, as it would
-// for any statement of another call. ok false means the read is the
-// caller's to run.
-func (gc *groupCommit) query(ctx context.Context, q string, args []any) (r *rows, ok bool, err error) {
-	if !readsJoin {
-		return nil, false, nil
-	}
-	g, err := gc.join(ctx, false)
-	if err != nil {
-		return nil, true, err
-	}
-	if g == nil {
-		return nil, false, nil
-	}
-	sr, err := g.conn.QueryContext(ctx, q, args...)
-	if err != nil {
-		gc.leave(g)
-		return nil, true, err
-	}
-	return &rows{Rows: sr, release: func() { gc.leave(g) }}, true, nil
-}
-
-// rows is *sql.Rows with something to do once it is closed.
-type rows struct {
-	*sql.Rows
-	release func()
-}
-
-// Close closes the rows and, the first time, releases what they held.
-func (r *rows) Close() error {
-	err := r.Rows.Close()
-	if r.release != nil {
-		r.release()
-		r.release = nil
-	}
-	return err
 }
