@@ -62,7 +62,7 @@ func text(t *testing.T, dom, id string) string {
 // TestStatusPageInBrowser loads the status page in headless chromium
 // while a pass runs, held in the middle of its listing by the store, and
 // checks what it shows. With TQS_UPDATE_SCREENSHOT=1 it also saves the
-// screenshot for the README as docs/status-page.png.
+// screenshot for docs/running.md as docs/status-page.png.
 func TestStatusPageInBrowser(t *testing.T) {
 	chromium(t, "--version") // skip early without a browser
 	db := seeded(t, seed.Spec{NamePrefix: "billing-abandoned", Queues: 6, TasksPerQueue: 40, Expired: 1})

@@ -18,8 +18,8 @@ import (
 )
 
 // lockBound is how long, by default, a pass may work after its lock was
-// lost: the check interval plus the check timeout (README, "Only one
-// scavenger at a time").
+// lost: the check interval plus the check timeout (docs/scale.md, "The
+// lock: a design note").
 const lockBound = scavenger.DefaultLockCheckInterval + scavenger.DefaultLockCheckTimeout
 
 // cancelSlack is what cancelling a pass's statements in flight may add
