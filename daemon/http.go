@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tqscavenger/tqscavenger/internal/progress"
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -74,7 +74,7 @@ type statusView struct {
 	Now time.Time
 	// Progress is the running pass's progress, as the command's progress
 	// line shows it.
-	Progress progress.Estimate
+	Progress scavenger.Estimate
 	// Rate is tasks deleted per second by the running pass.
 	Rate string
 	// Left is the estimated time left of the running pass, or what stands
@@ -87,7 +87,7 @@ type statusView struct {
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 	v := statusView{Status: d.Status(), Now: d.clock.Now(), Refresh: 5}
 	if c := v.Current; c != nil {
-		e := progress.Of(c.Stats)
+		e := c.Stats.Progress()
 		v.Progress, v.Rate = e, fmt.Sprintf("%.0f", e.Rate)
 		switch {
 		case e.HasLeft:

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/daemon"
-	"github.com/tqscavenger/tqscavenger/internal/progress"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/seed"
 )
@@ -54,14 +53,14 @@ func TestStatusPageProgress(t *testing.T) {
 		return c != nil && c.Stats.ListingDone
 	})
 
-	before := progress.Of(d.Status().Current.Stats)
+	before := d.Status().Current.Stats.Progress()
 	resp, err := http.Get(srv.URL + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	after := progress.Of(d.Status().Current.Stats)
+	after := d.Status().Current.Stats.Progress()
 	page := string(b)
 	close(release)
 

@@ -19,7 +19,7 @@ type item struct {
 // columns wide (it drops its less important parts first, then cuts).
 // While the listing runs the total has a "+": more queues may come.
 func Text(st scavenger.Stats, dryRun bool, width int) string {
-	e := Of(st)
+	e := st.Progress()
 	deleted := "deleted"
 	if dryRun {
 		deleted = "deletable"

@@ -8,28 +8,6 @@ import (
 	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
-func TestOf(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		st   scavenger.Stats
-		want Estimate
-	}{
-		{"nothing yet", scavenger.Stats{}, Estimate{}},
-		{"listing", scavenger.Stats{QueuesListed: 1000, QueuesProcessed: 250, TasksDeleted: 5000, Elapsed: 2 * time.Second},
-			Estimate{Done: 250, Listed: 1000, Percent: 25, Rate: 2500}},
-		{"listed", scavenger.Stats{ListingDone: true, QueuesListed: 2000, QueuesProcessed: 500, TasksDeleted: 41500, Elapsed: 10 * time.Second},
-			Estimate{Done: 500, Listed: 2000, Final: true, Percent: 25, Rate: 4150, Left: 30 * time.Second, HasLeft: true}},
-		{"finishing", scavenger.Stats{ListingDone: true, QueuesListed: 10, QueuesProcessed: 10, Elapsed: time.Second},
-			Estimate{Done: 10, Listed: 10, Final: true, Percent: 100}},
-		{"listed, none done", scavenger.Stats{ListingDone: true, QueuesListed: 10, Elapsed: time.Second},
-			Estimate{Listed: 10, Final: true}},
-	} {
-		if got := Of(c.st); got != c.want {
-			t.Errorf("%s: Of = %+v, want %+v", c.name, got, c.want)
-		}
-	}
-}
-
 func TestText(t *testing.T) {
 	listed := scavenger.Stats{ListingDone: true, QueuesListed: 2000, QueuesProcessed: 500, QueuesDeleted: 400,
 		TasksProcessed: 42000, TasksDeleted: 41500, Elapsed: 10 * time.Second}

@@ -1,12 +1,11 @@
-package progress
+package scavenger
 
-import (
-	"time"
+import "time"
 
-	"github.com/tqscavenger/tqscavenger/scavenger"
-)
-
-// Estimate is what a running pass's counts say about its progress.
+// Estimate is what a running pass's counts say about its progress: the
+// figures that both the command's progress line and the daemon's status
+// page show. It lives beside Stats, of which it is a pure function, so
+// every reader of a pass's counts can tell its progress the same way.
 type Estimate struct {
 	// Done and Listed are the queues processed and listed so far; Final
 	// says the listing is over, so Listed is the pass's total.
@@ -24,8 +23,8 @@ type Estimate struct {
 	HasLeft bool
 }
 
-// Of estimates the progress of a pass from its live counts.
-func Of(st scavenger.Stats) Estimate {
+// Progress estimates the progress of a pass from its live counts.
+func (st Stats) Progress() Estimate {
 	e := Estimate{Done: st.QueuesProcessed, Listed: st.QueuesListed, Final: st.ListingDone}
 	if e.Listed > 0 {
 		e.Percent = int(min(100, 100*e.Done/e.Listed))
