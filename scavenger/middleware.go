@@ -28,7 +28,7 @@ func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
 			return &gateStore{next: next, closing: s.closing, refused: refused}
 		},
 		limit(s.tune, s.closing),
-		yieldMiddleware(s.cfg, s.closing),
+		yieldMiddleware(s.cfg, s.closing, s.onYielder),
 	}
 	return store.Chain(s.st, append(mw, s.cfg.Middleware...)...)
 }

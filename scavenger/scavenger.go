@@ -55,6 +55,12 @@ type Scavenger struct {
 	// its Run returns.
 	hard context.CancelCauseFunc
 	done chan struct{}
+
+	// onYielder, if set (by a test in this package, never by New),
+	// receives the yielder of each pass with YieldToLoad, so the test can
+	// read its counters; an injected hook, not a package global, so tests
+	// running in parallel do not see each other's passes.
+	onYielder func(*yielder)
 }
 
 // New returns a Scavenger for st. An invalid cfg is reported by Run.

@@ -97,19 +97,16 @@ func newYielder(cfg Config, stop <-chan struct{}) *yielder {
 	return y
 }
 
-// testHookYield, if set, receives the yielder of every pass with
-// YieldToLoad: tests read its counters.
-var testHookYield func(*yielder)
-
 // yieldMiddleware returns the middleware of Config.YieldToLoad, or nil
-// when it is off.
-func yieldMiddleware(cfg Config, stop <-chan struct{}) store.Middleware {
+// when it is off. seen, if not nil, receives the pass's yielder (a
+// test's hook, Scavenger.onYielder, to read its counters).
+func yieldMiddleware(cfg Config, stop <-chan struct{}, seen func(*yielder)) store.Middleware {
 	if !cfg.YieldToLoad {
 		return nil
 	}
 	y := newYielder(cfg, stop)
-	if testHookYield != nil {
-		testHookYield(y)
+	if seen != nil {
+		seen(y)
 	}
 	return func(next store.Store) store.Store { return &yieldStore{next: next, y: y} }
 }

@@ -151,15 +151,15 @@ func TestYieldToLoad(t *testing.T) {
 		}
 		slow := &slowStore{from: 40, to: 80, delay: 20 * time.Millisecond}
 		var y *yielder
-		testHookYield = func(got *yielder) { y = got }
-		defer func() { testHookYield = nil }()
 		cfg := Config{
 			Now: func() time.Time { return now }, Workers: 4, TaskBatchSize: 50, TasksPerJob: 100,
 			YieldToLoad: yield, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Middleware: []store.Middleware{func(next store.Store) store.Store { slow.Store = next; return slow }},
 		}
 		start := time.Now()
-		st, err := New(db, cfg).Run(ctx)
+		s := New(db, cfg)
+		s.onYielder = func(got *yielder) { y = got }
+		st, err := s.Run(ctx)
 		t.Logf("yield %v: %s, %d calls", yield, time.Since(start), slow.calls.Load())
 		if err != nil {
 			t.Fatal(err)
