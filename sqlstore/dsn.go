@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/tqscavenger/tqscavenger/internal/suggest"
 )
 
 // Engine names a SQL engine.
@@ -120,7 +122,7 @@ func foreignForm(s string) string {
 			return ""
 		}
 		for _, known := range schemes {
-			if editDistance(scheme, known) <= 2 {
+			if suggest.Distance(scheme, known) <= 2 {
 				return fmt.Sprintf("a misspelt scheme (%q; did you mean %q?)", scheme, known)
 			}
 		}
@@ -129,27 +131,6 @@ func foreignForm(s string) string {
 		return "credentials without a scheme (user:pass@host…)"
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // Database returns the database name (PostgreSQL, MySQL) or file path.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
 	"github.com/tqscavenger/tqscavenger/internal/logattr"
+	"github.com/tqscavenger/tqscavenger/internal/suggest"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -144,7 +145,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		hint := ""
 		if s := root.SuggestionsFor(args[0]); len(s) > 0 {
 			// The nearest, not cobra's first in the list's order.
-			slices.SortStableFunc(s, func(a, b string) int { return levenshtein(args[0], a) - levenshtein(args[0], b) })
+			slices.SortStableFunc(s, func(a, b string) int { return suggest.Distance(args[0], a) - suggest.Distance(args[0], b) })
 			hint = fmt.Sprintf(" (did you mean %q?)", s[0])
 		}
 		fmt.Fprintf(stderr, "tqscavenger: unknown command %q%s: run `tqscavenger help` for the list\n", args[0], hint)

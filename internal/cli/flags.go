@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tqscavenger/tqscavenger/internal/suggest"
 )
 
 // The groups of flags in help, in the order shown.
@@ -178,7 +180,7 @@ func flagSuggestion(fs *pflag.FlagSet, unknown string) string {
 		if f.Hidden || f.Deprecated != "" {
 			return
 		}
-		d := levenshtein(unknown, f.Name)
+		d := suggest.Distance(unknown, f.Name)
 		if strings.ReplaceAll(f.Name, "-", "") == strings.ReplaceAll(unknown, "-", "") {
 			d = 0
 		}
@@ -190,27 +192,6 @@ func flagSuggestion(fs *pflag.FlagSet, unknown string) string {
 		return ""
 	}
 	return " (did you mean --" + best + "?)"
-}
-
-// levenshtein is the edit distance of a and b.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // writeFlagHelp writes the flags of fs by group, each with its default
