@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tqscavenger/tqscavenger/internal/suggest"
+	"github.com/tqscavenger/tqscavenger/suggest"
 )
 
 // Engine names a SQL engine.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tqscavenger/tqscavenger/internal/suggest"
+	"github.com/tqscavenger/tqscavenger/suggest"
 )
 
 // The groups of flags in help, in the order shown.
