@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tqscavenger/tqscavenger/suggest"
@@ -57,18 +58,18 @@ func ParseDSN(s string) (DSN, error) {
 	}
 	scheme, rest, hasScheme := strings.Cut(s, ":")
 	if !hasScheme || len(scheme) == 1 { // "C:\…" is a path, not a scheme
-		return DSN{Engine: SQLite, Path: s}, nil
+		return sqlitePath(s, s)
 	}
 	switch strings.ToLower(scheme) {
 	case "sqlite", "sqlite3", "file":
 		p := strings.TrimPrefix(rest, "//")
 		if i := strings.IndexByte(p, '?'); i >= 0 {
-			return DSN{}, fmt.Errorf("%w: %q: sqlite DSNs take no parameters; give just the file path", ErrBadDSN, s)
+			return DSN{}, fmt.Errorf("%w: %s: sqlite DSNs take no parameters; give just the file path", ErrBadDSN, strconv.Quote(Redact(s)))
 		}
 		if p == "" {
-			return DSN{}, fmt.Errorf("%w: %q has no file path: use sqlite:PATH", ErrBadDSN, s)
+			return DSN{}, fmt.Errorf("%w: %s has no file path: use sqlite:PATH", ErrBadDSN, strconv.Quote(Redact(s)))
 		}
-		return DSN{Engine: SQLite, Path: p}, nil
+		return sqlitePath(s, p)
 	case "postgres", "postgresql", "mysql", "mariadb":
 		u, err := url.Parse(s)
 		if err != nil {
@@ -90,7 +91,36 @@ func ParseDSN(s string) (DSN, error) {
 	if strings.Contains(rest, "//") {
 		return DSN{}, fmt.Errorf("%w: unknown scheme %q: %s", ErrBadDSN, scheme, acceptedForms)
 	}
-	return DSN{Engine: SQLite, Path: s}, nil
+	return sqlitePath(s, s)
+}
+
+// credentialsShape matches a user:password@ anywhere: no SQLite file is
+// named so, and such a path is a URL whose scheme was mistyped (postgres//,
+// postgres;//, //u:pw@h), which must not be echoed as a file name.
+var credentialsShape = regexp.MustCompile(`:[^@]*@`)
+
+// driveLetter matches a Windows path's drive, which is not a user.
+var driveLetter = regexp.MustCompile(`^[A-Za-z]:[\\/]`)
+
+// HoldsCredentials reports whether s holds a user:password@ or a ://: it
+// is a DSN, or a URL with a mistyped scheme, where a host, user or
+// database name should be.
+func HoldsCredentials(s string) bool {
+	return hasCredentials(s) || strings.Contains(s, "://")
+}
+
+// hasCredentials reports whether s holds a user:password@.
+func hasCredentials(s string) bool {
+	return credentialsShape.MatchString(driveLetter.ReplaceAllString(s, ""))
+}
+
+// sqlitePath is the DSN of the SQLite file p, named by s, unless p is a
+// URL with credentials in disguise.
+func sqlitePath(s, p string) (DSN, error) {
+	if hasCredentials(p) {
+		return DSN{}, fmt.Errorf("%w: %s holds credentials (user:password@…), which a SQLite file path does not: is the scheme mistyped? %s", ErrBadDSN, strconv.Quote(Redact(s)), acceptedForms)
+	}
+	return DSN{Engine: SQLite, Path: p}, nil
 }
 
 // schemes are the schemes ParseDSN knows.
@@ -149,16 +179,17 @@ func (d DSN) String() string {
 	return "sqlite:" + d.Path
 }
 
-// secretParams are query parameters that hold a password (pgx reads
-// password and sslpassword from the query as well as from the user info).
-var secretParams = []string{"password", "sslpassword"}
+// secretParam matches the names of query parameters that hold a secret:
+// pgx reads password and sslpassword from the query as well as from the
+// user info, SQLite drivers take _auth_pass, others pass, pwd, token.
+var secretParam = regexp.MustCompile(`(?i)(pass|pwd|secret|token)`)
 
 // redactURL formats u with every password masked.
 func redactURL(u *url.URL) string {
 	q := u.Query()
 	masked := false
-	for _, p := range secretParams {
-		if q.Has(p) {
+	for p := range q {
+		if secretParam.MatchString(p) {
 			q.Set(p, "xxxxx")
 			masked = true
 		}
@@ -173,7 +204,7 @@ func redactURL(u *url.URL) string {
 
 // secretPairs matches the password=… pairs of a key=value string (libpq's
 // form), quoted or not.
-var secretPairs = regexp.MustCompile(`(?i)\b((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
+var secretPairs = regexp.MustCompile(`(?i)\b([a-z_]*(?:pass|pwd|secret|token)[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
 
 // Redact masks the password of a DSN string, for logs and errors. Strings
 // that do not parse as URLs with a user, such as "mysql:u:pw@h/db" or
@@ -201,3 +232,21 @@ func Redact(s string) string {
 	}
 	return s
 }
+
+// RedactText masks every password in a free text, such as an error
+// message that quotes a command line argument: each word that holds a
+// user:password@ (a URL, a mistyped one, go-sql-driver's form) and every
+// password=… pair, as Redact masks them. A last line of defence for
+// messages about input that did not parse, whose shape is unknown.
+func RedactText(s string) string {
+	s = secretPairs.ReplaceAllString(s, "${1}xxxxx")
+	return wordWithAt.ReplaceAllStringFunc(s, func(w string) string {
+		if !hasCredentials(w) || strings.Contains(w, "//user:pass@") {
+			return w // the forms' own example, in a hint
+		}
+		return Redact(w)
+	})
+}
+
+// wordWithAt matches a word (no white space) that holds an @.
+var wordWithAt = regexp.MustCompile(`\S*@\S*`)

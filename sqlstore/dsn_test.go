@@ -310,3 +310,56 @@ func TestOpenMissingFile(t *testing.T) {
 		t.Errorf("Open without Create made %s (%v)", path, err)
 	}
 }
+
+// TestMistypedSchemesMasked is issue 25's finding 3: a DSN whose scheme
+// lost its ':' (or gained a ';', or has none) parsed as a SQLite path and
+// was echoed whole, password and all; a SQLite DSN with a password
+// parameter was quoted in full.
+func TestMistypedSchemesMasked(t *testing.T) {
+	for _, in := range []string{
+		"postgres//u:" + secret + "@h/db",
+		"mysql//u:" + secret + "@h:3306/db",
+		"//u:" + secret + "@h/db",
+		"postgres;//u:" + secret + "@h/db",
+		"sqlite://u:" + secret + "@h/x.db",
+		"sqlite:u:" + secret + "@h/x.db",
+		"/data/u:" + secret + "@h/x.db",
+		"sqlite:/tmp/x.db?_auth_pass=" + secret,
+		"sqlite:/tmp/x.db?_auth&_auth_user=u&_auth_pass=" + secret,
+	} {
+		_, err := sqlstore.ParseDSN(in)
+		if !errors.Is(err, sqlstore.ErrBadDSN) {
+			t.Errorf("ParseDSN(%q) = %v, want ErrBadDSN", in, err)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("ParseDSN(%q): error shows the password: %v", in, err)
+		}
+	}
+	for _, path := range []string{`C:\data\x.db`, "/data/backup@2026.db", "/data/a:b.db"} {
+		if d, err := sqlstore.ParseDSN(path); err != nil || d.Path != path {
+			t.Errorf("ParseDSN(%q) = %v, %v: a plain path", path, d, err)
+		}
+	}
+}
+
+// TestRedactText masks the passwords of any shape in a message.
+func TestRedactText(t *testing.T) {
+	for _, in := range []string{
+		"open postgres://u:" + secret + "@h/db: no such file or directory",
+		"SQLite file postgres//u:" + secret + "@h/db does not exist",
+		"Access denied for user 'postgres://u:" + secret + "@h/db'@'127.0.0.1'",
+		"invalid argument \"mysql://u:" + secret + "@h/db\" for \"--workers\" flag",
+		"unexpected argument \"u:" + secret + "@tcp(h:3306)/db\"",
+		"x?_auth_pass=" + secret + "&y=1",
+		"host=h password=" + secret,
+	} {
+		got := sqlstore.RedactText(in)
+		if strings.Contains(got, secret) {
+			t.Errorf("RedactText(%q) = %q", in, got)
+		}
+	}
+	if got := sqlstore.RedactText("no such file /data/backup@2026.db"); got != "no such file /data/backup@2026.db" {
+		t.Errorf("RedactText changed a message without a password: %q", got)
+	}
+}

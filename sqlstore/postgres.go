@@ -226,8 +226,10 @@ func redactErr(err error, d DSN) string {
 		if p, ok := d.URL.User.Password(); ok {
 			secrets = append(secrets, p)
 		}
-		for _, name := range secretParams {
-			secrets = append(secrets, d.URL.Query()[name]...)
+		for name, vs := range d.URL.Query() {
+			if secretParam.MatchString(name) {
+				secrets = append(secrets, vs...)
+			}
 		}
 		for _, p := range secrets {
 			if p != "" {

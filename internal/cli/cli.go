@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -148,7 +149,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			slices.SortStableFunc(s, func(a, b string) int { return suggest.Distance(args[0], a) - suggest.Distance(args[0], b) })
 			hint = fmt.Sprintf(" (did you mean %q?)", s[0])
 		}
-		fmt.Fprintf(stderr, "tqscavenger: unknown command %q%s: run `tqscavenger help` for the list\n", args[0], hint)
+		fmt.Fprintf(stderr, "tqscavenger: unknown command %s%s: run `tqscavenger help` for the list\n", sqlstore.RedactText(strconv.Quote(args[0])), hint)
 		return ExitUsage
 	}
 	root.SetArgs(longFlags(found, args))
@@ -418,8 +419,11 @@ var tlsAdvice = map[sqlstore.TLSReason]string{
 	sqlstore.TLSNotOffered:         "turn TLS on at the server, or connect without TLS settings",
 }
 
+// oneLine is err on one line, with any password it quotes masked: an
+// error about input that did not parse may quote it whole, in a shape no
+// parser recognised (sqlstore.RedactText).
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	return sqlstore.RedactText(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
 }
 
 func usage(w io.Writer, root *cobra.Command) {
@@ -495,10 +499,21 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, usagef("--log-format %q: use text or json", l.format)
 }
 
-// redactAttr masks passwords in any logged DSN.
+// redactAttr masks passwords in any logged DSN, and in any text or error
+// that quotes one (sqlstore.RedactText).
 func redactAttr(_ []string, a slog.Attr) slog.Attr {
 	if a.Key == "db" || a.Key == "dsn" {
 		return slog.String(a.Key, sqlstore.Redact(a.Value.String()))
+	}
+	switch v := a.Value.Resolve(); {
+	case v.Kind() == slog.KindString:
+		if s := v.String(); strings.Contains(s, "@") || strings.Contains(s, "=") {
+			return slog.String(a.Key, sqlstore.RedactText(s))
+		}
+	case v.Kind() == slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, sqlstore.RedactText(err.Error()))
+		}
 	}
 	return a
 }

@@ -6,9 +6,11 @@ package cli
 // at their defaults, and records where each value came from.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,6 +21,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tqscavenger/tqscavenger/daemon"
+	"github.com/tqscavenger/tqscavenger/internal/readfile"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
 // Where a setting came from, in order of precedence.
@@ -55,49 +59,106 @@ var sections = map[string]bool{"serve": true, "run": true, "worker": true, "sche
 type fileSetting struct {
 	name   string
 	values []string // a list sets a repeatable flag once per element
+	line   int      // of the key, for messages
+	alias  bool     // the value is a YAML alias (*a) of another
 }
+
+// maxConfigBytes bounds a --config file: a config file of settings is a
+// few kilobytes.
+const maxConfigBytes = 1 << 20
+
+// flagNameShape is what a key must look like to be named in a message:
+// a key that is not a flag name may be a line of some other file (a
+// password file given by mistake), never to be quoted.
+var flagNameShape = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
+// yamlQuoted matches what yaml's errors quote of the file.
+var yamlQuoted = regexp.MustCompile("`[^`]*`")
 
 // readConfigFile reads the settings of the YAML file at path that apply to
 // the command section: the top-level keys, overridden by those under
-// section. Keys are flag names; '_' may stand for '-'.
+// section. Keys are flag names; '_' may stand for '-'. The file must be
+// a regular file of at most maxConfigBytes holding one YAML document;
+// errors quote no content of it but flag names.
 func readConfigFile(path, section string) ([]fileSetting, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Regular(path, maxConfigBytes)
 	if err != nil {
 		return nil, usagef("--config: %v", err)
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, usagef("--config %s: not a YAML mapping of settings: %v", path, err)
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var root yaml.Node
+	if err := dec.Decode(&root); errors.Is(err, io.EOF) {
+		return nil, nil // an empty file sets nothing
+	} else if err != nil {
+		return nil, usagef("--config %s: not YAML: %s", path, yamlQuoted.ReplaceAllString(err.Error(), "(a value)"))
 	}
-	merged := map[string][]string{}
-	put := func(m map[string]any, where string) error {
-		for k, v := range m {
-			name := strings.ToLower(strings.ReplaceAll(k, "_", "-"))
-			if _, ok := v.(map[string]any); ok {
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, usagef("--config %s: more than one YAML document (the next starts at line %d): a config file is one mapping of settings", path, next.Line)
+	}
+	doc := &root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	if doc.Kind == yaml.ScalarNode && doc.Tag == "!!null" {
+		return nil, nil // only comments
+	}
+	if doc.Kind != yaml.MappingNode {
+		return nil, usagef("--config %s: not a YAML mapping of settings (line %d): keys are flag names, such as workers: 4", path, doc.Line)
+	}
+	merged := map[string]fileSetting{}
+	var sub *yaml.Node
+	put := func(m *yaml.Node, where string) error {
+		seen := map[string]int{}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, v := m.Content[i], m.Content[i+1]
+			if k.Kind != yaml.ScalarNode || !flagNameShape.MatchString(k.Value) {
+				return usagef("--config %s: line %d: %sa key that is no flag name (keys are flag names, such as workers: or db:)", path, k.Line, where)
+			}
+			name := strings.ToLower(strings.ReplaceAll(k.Value, "_", "-"))
+			if l, ok := seen[name]; ok {
+				return usagef("--config %s: %s%s on line %d and on line %d: give it once", path, where, k.Value, l, k.Line)
+			}
+			seen[name] = k.Line
+			alias := v.Kind == yaml.AliasNode
+			if alias {
+				v = v.Alias
+			}
+			for _, e := range v.Content {
+				alias = alias || e.Kind == yaml.AliasNode
+			}
+			if v.Kind == yaml.MappingNode {
 				if where == "" && sections[name] {
+					if name == section {
+						sub = v
+					}
 					continue // a command section, read below or by another command
 				}
-				return usagef("--config %s: %s%s: a mapping is only allowed as a command section (serve:, run:, worker:, schedule:)", path, where, k)
+				return usagef("--config %s: line %d: %s%s: a mapping is only allowed as a command section (serve:, run:, worker:, schedule:)", path, k.Line, where, k.Value)
 			}
-			vals, err := scalars(v)
+			var x any
+			if err := v.Decode(&x); err != nil {
+				return usagef("--config %s: line %d: %s%s: not a plain value or list", path, k.Line, where, k.Value)
+			}
+			vals, err := scalars(x)
 			if err != nil {
-				return usagef("--config %s: %s%s: %v", path, where, k, err)
+				return usagef("--config %s: line %d: %s%s: %v", path, k.Line, where, k.Value, err)
 			}
-			merged[name] = vals
+			merged[name] = fileSetting{name: name, values: vals, line: k.Line, alias: alias}
 		}
 		return nil
 	}
 	if err := put(doc, ""); err != nil {
 		return nil, err
 	}
-	if sub, ok := doc[section].(map[string]any); ok {
+	if sub != nil {
 		if err := put(sub, section+"."); err != nil {
 			return nil, err
 		}
 	}
 	var out []fileSetting
-	for name, vals := range merged {
-		out = append(out, fileSetting{name, vals})
+	for _, s := range merged {
+		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
@@ -210,7 +271,11 @@ func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 		}
 		for _, v := range s.values {
 			if err := fs.Set(f.Name, v); err != nil {
-				return usagef("--config %s: %s: %q: %v", path, s.name, v, err)
+				if s.alias || secretFlags[f.Name] {
+					// The value is another key's (*a): the db DSN, say.
+					return usagef("--config %s: line %d: %s: the value is not a valid %s", path, s.line, s.name, f.Value.Type())
+				}
+				return usagef("--config %s: line %d: %s: %s: %v", path, s.line, s.name, strconv.Quote(sqlstore.Redact(v)), err)
 			}
 		}
 		o[f.Name] = origin{fromFile, s.name + " in " + path}

@@ -298,6 +298,16 @@ func (s SQLTool) Target() (Target, error) {
 	if err != nil {
 		return Target{}, fmt.Errorf("%s: %w", where, err)
 	}
+	// A DSN given to one of these would be echoed by the driver's errors
+	// (a user name, a database name), password and all: refused unquoted.
+	for _, f := range []struct{ name, v string }{{"endpoint", s.Endpoint}, {"user", s.User}, {"database", s.Database}} {
+		if sqlstore.HoldsCredentials(f.v) {
+			return Target{}, fmt.Errorf("%s: the %s looks like a DSN or holds credentials (user:password@…): give a DSN to --db, or the %s alone", where, f.name, f.name)
+		}
+	}
+	if strings.ContainsAny(s.Endpoint, "/@?# \t\n") {
+		return Target{}, fmt.Errorf("%s: endpoint %s is not a host name or address", where, strconv.Quote(sqlstore.Redact(s.Endpoint)))
+	}
 	host := s.Endpoint
 	if host == "" {
 		host = "127.0.0.1"

@@ -29,9 +29,12 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tqscavenger/tqscavenger/internal/readfile"
 )
 
 // Config is the part of a Temporal server's configuration that says
@@ -102,6 +105,10 @@ type PasswordCommand struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
+// MaxFileBytes bounds a Temporal config file, and what its template
+// expands to: Temporal's own are a few kilobytes.
+const MaxFileBytes = 4 << 20
+
 // ErrNotSQL is wrapped by Store's error for a datastore that is not a SQL
 // one.
 var ErrNotSQL = errors.New("not supported: Temporal's task queue scanner only runs on SQL stores")
@@ -110,7 +117,7 @@ var ErrNotSQL = errors.New("not supported: Temporal's task queue scanner only ru
 // template first if it asks to be (see the package doc), with the
 // process's environment as .Env. Its errors never show a password.
 func Load(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Regular(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read the Temporal config: %w", err)
 	}
@@ -203,11 +210,160 @@ func expand(path string, b []byte, env map[string]string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	var out bytes.Buffer
-	if err := tpl.Execute(&out, templateData{env}); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	for _, t := range tpl.Templates() {
+		if t.Tree == nil {
+			continue
+		}
+		if err := checkNode(t.Tree.Root, true); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, lineOf(b, err.pos), err)
+		}
+	}
+	out := &cappedBuffer{max: MaxFileBytes}
+	if err := tpl.Execute(out, templateData{env}); err != nil {
+		if errors.Is(err, errTooLarge) {
+			return nil, fmt.Errorf("%s: the template expands to more than %d bytes", path, MaxFileBytes)
+		}
+		// text/template's errors may quote a value, and a value may be
+		// the environment's: only where it failed is said.
+		return nil, fmt.Errorf("%s: the template failed: %s", path, execWhere.FindString(err.Error()))
 	}
 	return out.Bytes(), nil
+}
+
+// execWhere is the position of text/template's execution errors
+// ("template: NAME:LINE:COL: executing …").
+var execWhere = regexp.MustCompile(`^template: [^:]*:\d+(:\d+)?`)
+
+// envError is a template that would print the environment, or a part of
+// it chosen by the template rather than named.
+type envError struct {
+	pos  parse.Pos
+	what string
+}
+
+func (e *envError) Error() string {
+	if e.what == "{{ range }}" || e.what == "{{ template }}" {
+		return e.what + " is not supported: tqscavenger expands .Env and default only, as in {{ default .Env.NAME \"value\" }}"
+	}
+	return e.what + ": a template may read a variable by name ({{ .Env.NAME }}, {{ index .Env \"NAME\" }}, {{ default .Env.NAME \"value\" }}), never the environment whole (it holds secrets)"
+}
+
+// checkNode refuses, anywhere in the tree under n, a use of the whole
+// environment (.Env, $.Env, or the dot or $ of the top level, which hold
+// it; .Env as the map of index is allowed), and range, which can only
+// go over the environment or loop for as long as it is told: nested
+// ranges over numbers run without end. It walks every node, so it holds
+// for template functions added later too. dotIsRoot is whether the dot
+// is still the top level's (with sets it to a value).
+func checkNode(n parse.Node, dotIsRoot bool) *envError {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := checkNode(c, dotIsRoot); err != nil {
+				return err
+			}
+		}
+	case *parse.ActionNode:
+		return checkPipe(n.Pipe, dotIsRoot)
+	case *parse.IfNode:
+		return checkBranch(&n.BranchNode, dotIsRoot, dotIsRoot)
+	case *parse.RangeNode:
+		return &envError{n.Position(), "{{ range }}"}
+	case *parse.WithNode:
+		return checkBranch(&n.BranchNode, dotIsRoot, false)
+	case *parse.TemplateNode:
+		return &envError{n.Position(), "{{ template }}"}
+	}
+	return nil
+}
+
+func checkBranch(b *parse.BranchNode, dotIsRoot, inside bool) *envError {
+	if err := checkPipe(b.Pipe, dotIsRoot); err != nil {
+		return err
+	}
+	if err := checkNode(b.List, inside); err != nil {
+		return err
+	}
+	return checkNode(b.ElseList, dotIsRoot)
+}
+
+// checkPipe refuses a pipeline with the whole environment in it, but as
+// the first argument of index.
+func checkPipe(p *parse.PipeNode, dotIsRoot bool) *envError {
+	if p == nil {
+		return nil
+	}
+	for _, c := range p.Cmds {
+		for i, a := range c.Args {
+			if i == 1 && isIdent(c.Args[0], "index") {
+				if f, ok := a.(*parse.FieldNode); ok && len(f.Ident) == 1 && f.Ident[0] == "Env" {
+					continue
+				}
+			}
+			if err := checkArg(a, dotIsRoot); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isIdent(n parse.Node, name string) bool {
+	id, ok := n.(*parse.IdentifierNode)
+	return ok && id.Ident == name
+}
+
+// checkArg refuses an argument that is the environment whole.
+func checkArg(a parse.Node, dotIsRoot bool) *envError {
+	switch a := a.(type) {
+	case *parse.FieldNode:
+		if dotIsRoot && len(a.Ident) == 1 && a.Ident[0] == "Env" {
+			return &envError{a.Position(), "{{ .Env }}"}
+		}
+	case *parse.DotNode:
+		if dotIsRoot {
+			return &envError{a.Position(), "{{ . }}"}
+		}
+	case *parse.VariableNode:
+		if len(a.Ident) == 1 && a.Ident[0] == "$" {
+			return &envError{a.Position(), "{{ $ }}"}
+		}
+		if len(a.Ident) == 2 && a.Ident[0] == "$" && a.Ident[1] == "Env" {
+			return &envError{a.Position(), "{{ $.Env }}"}
+		}
+	case *parse.ChainNode:
+		return checkArg(a.Node, dotIsRoot)
+	case *parse.PipeNode:
+		return checkPipe(a, dotIsRoot)
+	}
+	return nil
+}
+
+// lineOf is the line of b at byte offset pos.
+func lineOf(b []byte, pos parse.Pos) int {
+	if int(pos) > len(b) {
+		pos = parse.Pos(len(b))
+	}
+	return bytes.Count(b[:pos], []byte("\n")) + 1
+}
+
+// errTooLarge is cappedBuffer's error past its bound.
+var errTooLarge = errors.New("template output too large")
+
+// cappedBuffer is a buffer that refuses to grow past max.
+type cappedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.Len()+len(p) > c.max {
+		return 0, errTooLarge
+	}
+	return c.Buffer.Write(p)
 }
 
 // defaultValue is dockerize's default, as Temporal's loader has it:

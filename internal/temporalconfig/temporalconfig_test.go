@@ -214,3 +214,64 @@ func TestPasswordCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateEnvBudget is issue 25's findings 1 and 3: a template that
+// prints the whole environment ({{ .Env }}, with a password variable in
+// it) had it quoted in an error, and one with nested ranges ran out of
+// memory. A template may read variables by name only, has no range, and
+// its output is capped.
+func TestTemplateEnvBudget(t *testing.T) {
+	const pw = "env-Secret-Pw0rd"
+	t.Setenv("TQS_TC_PASSWORD", pw)
+	t.Setenv("TQS_TC_NAME", "from-env")
+	head := "# enable-template\npersistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n"
+	nested := "{{ range .Env }}{{ range $.Env }}{{ range $.Env }}{{ range $.Env }}{{ range $.Env }}x{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}"
+	for _, c := range []struct{ name, db string }{
+		{"env whole", `"{{ .Env }}"`},
+		{"dot whole", `"{{ . }}"`},
+		{"dollar env", `"{{ $.Env }}"`},
+		{"printf env", `"{{ printf "%v" .Env }}"`},
+		{"variable of env", `"{{ $e := .Env }}{{ $e }}"`},
+		{"with env", `"{{ with .Env }}{{ . }}{{ end }}"`},
+		{"range env", `"{{ range $k, $v := .Env }}{{ $k }}={{ $v }} {{ end }}"`},
+		{"nested range", `"` + nested + `"`},
+		{"range numbers", `"{{ range 1000000000 }}{{ range 1000000000 }}{{ end }}{{ end }}"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "temporal.yaml")
+			if err := os.WriteFile(path, []byte(head+"        databaseName: "+c.db+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := temporalconfig.Load(path)
+			if err == nil {
+				s, serr := cfg.Store("")
+				t.Fatalf("accepted: database %.80q (%v)", s.DatabaseName, serr)
+			}
+			if strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "TQS_TC_PASSWORD") {
+				t.Errorf("error shows the environment: %.300s", err)
+			}
+		})
+	}
+	// What a template may do stays allowed.
+	for _, db := range []string{`"{{ .Env.TQS_TC_NAME }}"`, `"{{ index .Env "TQS_TC_NAME" }}"`, `"{{ default .Env.TQS_TC_NAME "x" }}"`,
+		`"{{ with .Env.TQS_TC_NAME }}{{ . }}{{ end }}"`, `"{{ if .Env.TQS_TC_NAME }}{{ $.Env.TQS_TC_NAME }}{{ end }}"`} {
+		path := filepath.Join(t.TempDir(), "temporal.yaml")
+		os.WriteFile(path, []byte(head+"        databaseName: "+db+"\n"), 0o600)
+		cfg, err := temporalconfig.Load(path)
+		if err != nil {
+			t.Errorf("%s: %v", db, err)
+			continue
+		}
+		if s, err := cfg.Store(""); err != nil || s.DatabaseName != "from-env" {
+			t.Errorf("%s: database %q, %v", db, s.DatabaseName, err)
+		}
+	}
+	// Output is capped: a template that repeats a variable past the cap.
+	big := strings.Repeat("{{ .Env.TQS_TC_BIG }}", 100)
+	t.Setenv("TQS_TC_BIG", strings.Repeat("y", 100<<10))
+	path := filepath.Join(t.TempDir(), "temporal.yaml")
+	os.WriteFile(path, []byte(head+"        databaseName: \""+big+"\"\n"), 0o600)
+	if _, err := temporalconfig.Load(path); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a template expanding to 10 MB: %v", err)
+	}
+}
