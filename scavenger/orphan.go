@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/tqscavenger/tqscavenger/executor"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -37,7 +36,7 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.Queu
 		}
 		pg := m.open()
 		for _, ref := range refs {
-			if ref.HasQueueRow || !p.namespaceInScope(ref.ID) {
+			if ref.HasQueueRow || !p.book.namespaceInScope(ref.ID) {
 				continue
 			}
 			parents, orphan, err := p.resolveParents(ctx, t, ref.QueueKey)
@@ -73,6 +72,7 @@ func (p *pass) resolveParents(ctx context.Context, t store.Table, key store.Queu
 	})
 	if errors.Is(err, ErrNoParentLayout) {
 		p.c.bad(BadRow{Table: t, Queue: key, Err: err})
+		p.cfg.Logger.Warn("bad task_queue_id: its tasks kept", "table", t.String(), "task_queue", key.String(), "err", err)
 		return nil, false, nil
 	}
 	return parents, orphan, err
@@ -138,7 +138,11 @@ func (j *orphanJob) Run(ctx context.Context) executor.Status {
 			budget--
 			p.c.table(j.table).tasksProcessed.Add(1)
 			p.c.orphansFound.Add(1)
-			if j.deletable(task, now) {
+			v := p.book.orphan(task, now)
+			if v.Err != nil {
+				p.badTask(j.table, j.key, task.Key, v)
+			}
+			if v.Delete() {
 				del = append(del, task.Key)
 			} else {
 				p.c.orphansLeft.Add(1)
@@ -168,21 +172,6 @@ func (j *orphanJob) Run(ctx context.Context) executor.Status {
 		}
 	}
 	return executor.Defer
-}
-
-func (j *orphanJob) deletable(task store.TaskRow, now time.Time) bool {
-	p := j.p
-	times, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
-	if err != nil {
-		k := task.Key
-		p.c.bad(BadRow{Table: j.table, Queue: j.key, Task: &k, Err: err})
-		return false
-	}
-	if wire.Expired(times.ExpiryTime, now) {
-		return true
-	}
-	return p.cfg.Orphans == OrphansAll && !times.CreateTime.IsZero() && times.CreateTime.Unix() > 0 &&
-		now.Sub(times.CreateTime) >= p.cfg.Grace
 }
 
 func (j *orphanJob) fail(ctx context.Context, err error) executor.Status {

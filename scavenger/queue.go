@@ -36,9 +36,10 @@ type queueJob struct {
 	si       int
 	cursor   *store.TaskKey
 	nonEmpty bool // a task was left in some subqueue
-	// stopped: a windowJob reached a live task of this queue and skips
-	// the rest of it.
-	stopped bool
+	// behind: the rule book kept a task of the subqueue being walked, so
+	// the tasks after it are behind a live head. stopped: a windowJob
+	// reached a live head of this queue and skips the rest of it.
+	behind, stopped bool
 
 	examined, deleted int
 }
@@ -115,19 +116,17 @@ func (j *queueJob) run(ctx context.Context) executor.Status {
 			return executor.Defer
 		}
 		j.si++
-		j.cursor = nil
+		j.cursor, j.behind = nil, false
 	}
 	if !j.nonEmpty {
+		has := false
 		if j.otherHasTasks {
-			has, err := j.otherTableHasTasks(ctx)
-			if err != nil {
+			var err error
+			if has, err = j.otherTableHasTasks(ctx); err != nil {
 				return j.fail(ctx, "check the other table version", err)
 			}
-			if has {
-				return j.done()
-			}
 		}
-		j.tryDeleteQueue(ctx)
+		j.tryDeleteQueue(ctx, has)
 	}
 	return j.done()
 }
@@ -214,8 +213,9 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 		for i, task := range tasks {
 			j.examined++
 			*budget--
-			r, ok := j.deletable(sq, task, now)
-			if ok {
+			v := j.judge(sq, task, now)
+			if v.Delete() {
+				r := v.Reason()
 				if len(run) > 0 && r != reason {
 					if err := flush(); err != nil {
 						return false, err
@@ -229,8 +229,8 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 			if err := flush(); err != nil {
 				return false, err
 			}
-			if !p.cfg.PastLiveHead {
-				j.leftExpired(tasks[i+1:], now)
+			if v.Stop {
+				j.leftBehind(sq, tasks[i+1:], now)
 				stop = true
 				break
 			}
@@ -250,42 +250,49 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 	return false, nil
 }
 
-// deletable reports whether a task may be deleted, and why.
-func (j *queueJob) deletable(sq subqueue, task store.TaskRow, now time.Time) (Reason, bool) {
-	if j.expired(task, now) {
-		return ReasonExpired, true
-	}
-	if j.p.cfg.BelowAckLevel && sq.HasAck && !sq.Ack.Less(task.Key) {
-		return ReasonBelowAckLevel, true
-	}
-	return "", false
-}
-
-// expired decodes a task's expiry. An undecodable task is reported and
-// counts as live: it is never deleted.
-func (j *queueJob) expired(task store.TaskRow, now time.Time) bool {
+// judge asks the rule book about a task of subqueue sq, counts it as
+// processed, and reports it if it could not be read.
+func (j *queueJob) judge(sq subqueue, task store.TaskRow, now time.Time) Verdict {
 	p := j.p
+	v := p.book.task(sq, task, j.behind, now)
 	p.c.table(j.table).tasksProcessed.Add(1)
-	times, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
-	if err != nil {
-		k := task.Key
-		p.c.bad(BadRow{Table: j.table, Queue: j.key, Task: &k, Err: err})
-		p.cfg.Logger.Warn("bad task row: kept", "table", j.table.String(), "queue", j.key.String(), "pass", k.Pass, "task_id", k.ID, "err", err)
-		return false
+	if v.Err != nil {
+		p.badTask(j.table, j.key, task.Key, v)
 	}
-	return wire.Expired(times.ExpiryTime, now)
+	if !v.Delete() {
+		j.behind = true
+	}
+	return v
 }
 
-// leftExpired counts the expired tasks of a batch that stay behind a live
-// one, for Stats.TasksExpiredLeft.
-func (j *queueJob) leftExpired(rest []store.TaskRow, now time.Time) {
+// badTask reports a task row that did not decode, once, where a walker
+// decided on it.
+func (p *pass) badTask(t store.Table, q store.QueueKey, k store.TaskKey, v Verdict) {
+	p.c.bad(BadRow{Table: t, Queue: q, Task: &k, Err: v.Err})
+	msg := "bad task row: kept"
+	if v.Delete() {
+		msg = "bad task row: deleted, " + v.Why.String()
+	}
+	p.cfg.Logger.Warn(msg, "table", t.String(), "queue", q.String(), "pass", k.Pass, "task_id", k.ID, "err", v.Err)
+}
+
+// leftBehind counts the expired tasks of a batch that stay behind a live
+// one, for Stats.TasksExpiredLeft. Nothing is decided on them: one that
+// does not decode is not reported.
+func (j *queueJob) leftBehind(sq subqueue, rest []store.TaskRow, now time.Time) {
 	var n int64
 	for _, t := range rest {
-		if tt, err := wire.DecodeTaskTimes(t.Encoding, t.Data); err == nil && wire.Expired(tt.ExpiryTime, now) {
+		if j.expiredBehind(sq, t, now) {
 			n++
 		}
 	}
 	j.p.c.tasksExpiredLeft.Add(n)
+}
+
+// expiredBehind reports whether a task read behind a live head is one the
+// rule book would have deleted as expired.
+func (j *queueJob) expiredBehind(sq subqueue, t store.TaskRow, now time.Time) bool {
+	return j.p.book.task(sq, t, true, now).Why == WhyExpiredBehindHead
 }
 
 // deleteRun deletes consecutive deletable tasks of one subqueue. In v1 a
@@ -330,18 +337,19 @@ func (j *queueJob) countDeleted(n int64, r Reason) {
 	j.deleted += int(n)
 }
 
-// deletableQueue reports whether the queue row may go once it is empty:
-// it decoded, is not protected, and has been idle for the grace period.
-func (j *queueJob) deletableQueue() bool {
-	p := j.p
-	return !j.badBlob && !p.protected(j.name) && p.cfg.Now().Sub(j.lastUpdate) >= p.cfg.Grace
+// queueVerdict asks the rule book whether the queue row may go;
+// otherTasks is what otherTableHasTasks found.
+func (j *queueJob) queueVerdict(otherTasks bool) Verdict {
+	return j.p.book.queue(queueFacts{bad: j.badBlob, name: j.name, lastUpdate: j.lastUpdate, empty: !j.nonEmpty, otherTasks: otherTasks}, j.p.cfg.Now())
 }
 
-// tryDeleteQueue deletes the queue row if it has been idle for the grace
-// period, fenced on the range_id seen when it was listed.
-func (j *queueJob) tryDeleteQueue(ctx context.Context) {
+// tryDeleteQueue deletes the queue row if the rule book says so (empty,
+// idle for the grace period: see rules.go), fenced on the range_id seen
+// when it was listed. otherTasks: the other table version holds tasks of
+// this queue.
+func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) {
 	p := j.p
-	if !j.deletableQueue() {
+	if !j.queueVerdict(otherTasks).Delete() {
 		return
 	}
 	tc := p.c.table(j.table)

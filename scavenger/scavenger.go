@@ -37,6 +37,8 @@ var errBusy = errors.New("scavenger: a pass is already running")
 type Scavenger struct {
 	st  store.Store
 	cfg Config
+	// book is the rule book of cfg (rules.go) that every pass asks.
+	book ruleBook
 	// tune holds the settings Tune changes; cfg keeps those it was
 	// created with.
 	tune *tunables
@@ -66,7 +68,7 @@ type Scavenger struct {
 // New returns a Scavenger for st. An invalid cfg is reported by Run.
 func New(st store.Store, cfg Config) *Scavenger {
 	cfg = cfg.WithDefaults()
-	return &Scavenger{st: st, cfg: cfg, tune: newTunables(cfg), closing: make(chan struct{})}
+	return &Scavenger{st: st, cfg: cfg, book: rulesOf(cfg), tune: newTunables(cfg), closing: make(chan struct{})}
 }
 
 // Config returns the configuration in effect, defaults filled in, with the
@@ -179,7 +181,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	}()
 	defer ex.Stop()
 
-	p := &pass{cfg: s.cfg, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
+	p := &pass{cfg: s.cfg, book: s.book, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st = s.stack(&p.refused)
 	p.rng = s.cfg.Partition.Range()
 	p.spread, p.pipeline = 1, 1
@@ -313,7 +315,8 @@ func (s *Scavenger) closed() bool {
 
 // pass is the state of one Run.
 type pass struct {
-	cfg Config
+	cfg  Config
+	book ruleBook
 	// tune is what may change during the pass: see Scavenger.Tune.
 	tune *tunables
 	// refused counts the statements the shutdown gate refused.
@@ -497,7 +500,7 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.Queue
 		var window []*queueJob
 		for _, r := range rows {
 			j := p.newQueueJob(t, r)
-			if !p.inScope(j) {
+			if !p.book.inScope(j.key, j.name) {
 				continue
 			}
 			p.c.table(t).queuesListed.Add(1)

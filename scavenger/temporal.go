@@ -24,14 +24,16 @@ func (j *queueJob) runTemporal(ctx context.Context) executor.Status {
 			return j.fail(ctx, "read tasks", err)
 		}
 		if len(tasks) == 0 {
-			j.tryDeleteQueue(ctx)
+			j.tryDeleteQueue(ctx, false)
 			return j.done()
 		}
 		now := p.cfg.Now()
 		for i, task := range tasks {
 			j.examined++
-			if !j.expired(task, now) {
-				j.leftExpired(tasks[i+1:], now)
+			// Temporal deletes "task_id <= last": a batch goes only if
+			// the book deletes every task of it.
+			if !j.judge(sq, task, now).Delete() {
+				j.leftBehind(sq, tasks[i+1:], now)
 				return j.done()
 			}
 		}
@@ -41,7 +43,7 @@ func (j *queueJob) runTemporal(ctx context.Context) executor.Status {
 		}
 		j.cursor = &last
 		if len(tasks) < batch {
-			j.tryDeleteQueue(ctx)
+			j.tryDeleteQueue(ctx, false)
 			return j.done()
 		}
 	}

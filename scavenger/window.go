@@ -6,15 +6,14 @@ import (
 
 	"github.com/tqscavenger/tqscavenger/executor"
 	"github.com/tqscavenger/tqscavenger/store"
-	"github.com/tqscavenger/tqscavenger/wire"
 )
 
 // windowJob scavenges a page of listed queues that have a single subqueue
 // (the common case) by scanning their tasks across queues in primary-key
 // order: many small queues cost a few statements per page instead of a
 // few per queue, and a big backlog is read and deleted in large batches.
-// The rules are those of queueJob.walk, applied to each queue's run of
-// rows; queues with several subqueues keep their own queueJob.
+// Each row is judged by the rule book, as in queueJob.walk; queues with
+// several subqueues keep their own queueJob.
 type windowJob struct {
 	p      *pass
 	table  store.Table
@@ -92,24 +91,23 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			}
 			if skip {
 				skipped++
-				if cur != nil {
-					// Behind this queue's live head: count what stays expired,
-					// as queueJob does, for Stats.TasksExpiredLeft.
-					if tt, err := wire.DecodeTaskTimes(r.Encoding, r.Data); err == nil && wire.Expired(tt.ExpiryTime, now) {
-						p.c.tasksExpiredLeft.Add(1)
-					}
+				// Behind this queue's live head: count what stays expired,
+				// as queueJob does, for Stats.TasksExpiredLeft.
+				if cur != nil && cur.expiredBehind(cur.subs[0], r.TaskRow, now) {
+					p.c.tasksExpiredLeft.Add(1)
 				}
 				continue
 			}
 			cur.examined++
 			budget--
-			if reason, ok := cur.deletable(cur.subs[0], r.TaskRow, now); ok {
-				plan.add(w.table, cur, r.Queue, r.Key, reason)
+			v := cur.judge(cur.subs[0], r.TaskRow, now)
+			if v.Delete() {
+				plan.add(w.table, cur, r.Queue, r.Key, v.Reason())
 				continue
 			}
 			cur.nonEmpty = true
 			plan.endRun()
-			if !p.cfg.PastLiveHead {
+			if v.Stop {
 				cur.stopped, skip = true, true
 			}
 		}
@@ -278,7 +276,8 @@ func (w *windowJob) finish(ctx context.Context) executor.Status {
 	p := w.p
 	var fences []store.QueueFence
 	for _, q := range w.queues {
-		if q.nonEmpty || !q.deletableQueue() {
+		// The other table is read only for a queue that may go.
+		if !q.queueVerdict(false).Delete() {
 			continue
 		}
 		if q.otherHasTasks {
@@ -287,7 +286,7 @@ func (w *windowJob) finish(ctx context.Context) executor.Status {
 				q.fail(ctx, "check the other table version", err)
 				continue
 			}
-			if has {
+			if !q.queueVerdict(has).Delete() {
 				continue
 			}
 		}

@@ -1,0 +1,245 @@
+package scavenger
+
+// The rule book: every decision of what a pass may delete, as pure
+// functions of the rules in force, a decoded row or queue, and the time.
+// Walkers (queueJob's, windowJob's, Temporal's mode, orphanJob) read rows
+// and delete what the book says; none of them compares an expiry, an ack
+// level or an idle time itself.
+//
+//	row                  facts                                   verdict              deleted
+//	task                 expired                                 WhyExpired           yes (ReasonExpired)
+//	task                 at or below ack level, BelowAckLevel    WhyBelowAckLevel     yes (ReasonBelowAckLevel; if unreadable, also counted bad)
+//	task                 unreadable                              WhyBad               no (counted bad, logged, reported)
+//	task                 neither                                 WhyLive              no; stops the walk without PastLiveHead
+//	task behind a live   without PastLiveHead, expired           WhyExpiredBehindHead no (Stats.TasksExpiredLeft)
+//	task behind a live   without PastLiveHead, other/unreadable  WhyBehindHead        no (not decided, not counted)
+//	task behind a live   with PastLiveHead, expired              WhyPastLiveHead      yes (ReasonExpired)
+//	orphan task          unreadable                              WhyBad               no (counted bad, logged, reported)
+//	orphan task          expired                                 WhyOrphanExpired     yes (ReasonOrphan)
+//	orphan task          created ≥ Grace ago, OrphansAll         WhyOrphanOld         yes (ReasonOrphan)
+//	orphan task          neither                                 WhyLive              no (Stats.OrphansLeft)
+//	queue row            unreadable                              WhyBad               no (counted bad when read)
+//	queue row            a task left in a subqueue               WhyNotEmpty          no
+//	queue row            name has a protected prefix             WhyProtected         no
+//	queue row            updated less than Grace ago             WhyBusy              no
+//	queue row            other table still holds its tasks       WhyOtherTableTasks   no
+//	queue row            empty, idle for Grace                   WhyIdle              yes (fenced on range_id)
+//
+// Which rows a pass reads at all (its scope) is decided here too: inScope
+// and namespaceInScope.
+
+import (
+	"path"
+	"strings"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+// Why is the reason of a verdict.
+type Why uint8
+
+// The reasons of verdicts; see the table at the top of rules.go.
+const (
+	WhyLive Why = iota
+	WhyBad
+	WhyBehindHead
+	WhyExpiredBehindHead
+	WhyExpired
+	WhyPastLiveHead
+	WhyBelowAckLevel
+	WhyOrphanExpired
+	WhyOrphanOld
+	WhyNotEmpty
+	WhyProtected
+	WhyBusy
+	WhyOtherTableTasks
+	WhyIdle
+)
+
+var whyNames = [...]string{
+	WhyLive: "live", WhyBad: "bad row", WhyBehindHead: "behind a live head", WhyExpiredBehindHead: "expired behind a live head",
+	WhyExpired: "expired", WhyPastLiveHead: "expired past the live head", WhyBelowAckLevel: "below the ack level",
+	WhyOrphanExpired: "expired orphan", WhyOrphanOld: "orphan older than the grace period",
+	WhyNotEmpty: "not empty", WhyProtected: "protected", WhyBusy: "updated within the grace period",
+	WhyOtherTableTasks: "the other table version holds its tasks", WhyIdle: "idle and empty",
+}
+
+func (w Why) String() string {
+	if int(w) < len(whyNames) {
+		return whyNames[w]
+	}
+	return "unknown"
+}
+
+// A Verdict is the rule book's decision on one row.
+type Verdict struct {
+	Why Why
+	// Stop: every later task of the subqueue is behind a live head and
+	// kept; a walker may skip them (it still asks for each one it has
+	// read, for the count of expired tasks left behind).
+	Stop bool
+	// Err is why the row could not be read: a WhyBad row, or a task the
+	// ack level alone proves dispatched (WhyBelowAckLevel). A walker
+	// reports it as a bad row.
+	Err error
+}
+
+// Delete reports whether the row goes.
+func (v Verdict) Delete() bool {
+	switch v.Why {
+	case WhyExpired, WhyPastLiveHead, WhyBelowAckLevel, WhyOrphanExpired, WhyOrphanOld, WhyIdle:
+		return true
+	}
+	return false
+}
+
+// Decided reports whether the verdict was taken on the row itself: a row
+// behind a live head is only read.
+func (v Verdict) Decided() bool { return v.Why != WhyBehindHead && v.Why != WhyExpiredBehindHead }
+
+// Reason is the Stats reason of a task the verdict deletes.
+func (v Verdict) Reason() Reason {
+	switch v.Why {
+	case WhyBelowAckLevel:
+		return ReasonBelowAckLevel
+	case WhyOrphanExpired, WhyOrphanOld:
+		return ReasonOrphan
+	}
+	return ReasonExpired
+}
+
+// queueFacts is what the rule book needs of a queue row.
+type queueFacts struct {
+	bad        bool // the row did not decode
+	name       string
+	lastUpdate time.Time
+	// empty: no task is left in any subqueue; otherTasks: the other table
+	// version, which the row says may hold tasks, does.
+	empty, otherTasks bool
+}
+
+// ruleBook is what walkers ask. rules is the book; tests wrap it to prove
+// that every walker defers to it.
+type ruleBook interface {
+	// task judges a task of subqueue sq; behind: a task before it in the
+	// subqueue was kept (as live or bad) by this pass.
+	task(sq subqueue, row store.TaskRow, behind bool, now time.Time) Verdict
+	// orphan judges a task no queue row owns.
+	orphan(row store.TaskRow, now time.Time) Verdict
+	// queue judges a queue row.
+	queue(q queueFacts, now time.Time) Verdict
+	// inScope reports whether a queue row is within the pass's scope.
+	inScope(key store.QueueKey, name string) bool
+	// namespaceInScope reports whether a task_queue_id is within the
+	// pass's namespaces.
+	namespaceInScope(id []byte) bool
+}
+
+// rules are the rules in force for a pass: the settings of Config that
+// decide deletion, defaults filled in.
+type rules struct {
+	grace         time.Duration
+	pastLiveHead  bool
+	belowAckLevel bool
+	orphans       OrphanPolicy
+	protected     []string
+	namespaces    []wire.NamespaceID
+	queueGlob     string
+}
+
+// rulesOf returns the rule book of c, whose defaults are filled in.
+func rulesOf(c Config) rules {
+	return rules{grace: c.Grace, pastLiveHead: c.PastLiveHead, belowAckLevel: c.BelowAckLevel, orphans: c.Orphans,
+		protected: c.ProtectedPrefixes, namespaces: c.Namespaces, queueGlob: c.QueueGlob}
+}
+
+func (r rules) task(sq subqueue, row store.TaskRow, behind bool, now time.Time) Verdict {
+	times, err := wire.DecodeTaskTimes(row.Encoding, row.Data)
+	expired := err == nil && wire.Expired(times.ExpiryTime, now)
+	if behind && !r.pastLiveHead {
+		if expired {
+			return Verdict{Why: WhyExpiredBehindHead, Stop: true}
+		}
+		return Verdict{Why: WhyBehindHead, Stop: true}
+	}
+	switch {
+	case expired && behind:
+		return Verdict{Why: WhyPastLiveHead}
+	case expired:
+		return Verdict{Why: WhyExpired}
+	case r.belowAckLevel && sq.HasAck && !sq.Ack.Less(row.Key):
+		// Its position alone proves it dispatched: it goes even if its
+		// blob does not decode (and is reported as a bad row).
+		return Verdict{Why: WhyBelowAckLevel, Err: err}
+	case err != nil:
+		return Verdict{Why: WhyBad, Err: err, Stop: !r.pastLiveHead}
+	}
+	return Verdict{Why: WhyLive, Stop: !r.pastLiveHead}
+}
+
+func (r rules) orphan(row store.TaskRow, now time.Time) Verdict {
+	times, err := wire.DecodeTaskTimes(row.Encoding, row.Data)
+	switch {
+	case err != nil:
+		return Verdict{Why: WhyBad, Err: err}
+	case wire.Expired(times.ExpiryTime, now):
+		return Verdict{Why: WhyOrphanExpired}
+	case r.orphans == OrphansAll && !times.CreateTime.IsZero() && times.CreateTime.Unix() > 0 && now.Sub(times.CreateTime) >= r.grace:
+		return Verdict{Why: WhyOrphanOld}
+	}
+	return Verdict{Why: WhyLive}
+}
+
+func (r rules) queue(q queueFacts, now time.Time) Verdict {
+	switch {
+	case q.bad:
+		return Verdict{Why: WhyBad}
+	case !q.empty:
+		return Verdict{Why: WhyNotEmpty}
+	case r.isProtected(q.name):
+		return Verdict{Why: WhyProtected}
+	case now.Sub(q.lastUpdate) < r.grace:
+		return Verdict{Why: WhyBusy}
+	case q.otherTasks:
+		return Verdict{Why: WhyOtherTableTasks}
+	}
+	return Verdict{Why: WhyIdle}
+}
+
+// isProtected reports whether a queue of this name must never be deleted.
+func (r rules) isProtected(name string) bool {
+	for _, pre := range r.protected {
+		if strings.HasPrefix(name, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// inScope applies Config.Namespaces and Config.QueueGlob to a queue row.
+func (r rules) inScope(key store.QueueKey, name string) bool {
+	if !r.namespaceInScope(key.ID) {
+		return false
+	}
+	if r.queueGlob != "" {
+		ok, _ := path.Match(r.queueGlob, name)
+		return ok
+	}
+	return true
+}
+
+// namespaceInScope reports whether a task_queue_id starts with one of the
+// namespaces of Config.Namespaces.
+func (r rules) namespaceInScope(id []byte) bool {
+	if len(r.namespaces) == 0 {
+		return true
+	}
+	for _, ns := range r.namespaces {
+		if len(id) >= 16 && string(id[:16]) == string(ns[:]) {
+			return true
+		}
+	}
+	return false
+}
