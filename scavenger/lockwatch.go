@@ -45,3 +45,25 @@ func watchLock(ctx context.Context, cfg Config, stopPass context.CancelCauseFunc
 	}()
 	return func() { close(done); <-finished }
 }
+
+// confirmLock checks cfg.Lock once more, after the pass's last statement
+// has finished and before it reports success: a lock lost since the
+// watcher's last check (up to LockCheckInterval ago) would otherwise go
+// unseen. A check that fails, or does not answer within LockCheckTimeout,
+// fails the pass with an error wrapping store.ErrLockLost. What remains is
+// the time between this check's answer and the report, in which the pass
+// sends no statement.
+func confirmLock(ctx context.Context, cfg Config) error {
+	cctx, cancel := context.WithTimeout(ctx, cfg.LockCheckTimeout)
+	defer cancel()
+	err := cfg.Lock.Check(cctx)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrLockLost) {
+		err = fmt.Errorf("%w: %w", store.ErrLockLost, err)
+	}
+	err = fmt.Errorf("the lock could not be confirmed after the last statement: %w", err)
+	cfg.Logger.Error("lock lost: the pass cannot report success", "err", err)
+	return err
+}

@@ -151,6 +151,10 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	if err := s.cfg.Validate(); err != nil {
 		return Stats{Outcome: Failed}, err
 	}
+	// caller is the caller's context: only its end, or Shutdown, makes a
+	// pass Interrupted. ctx also ends when the pass is stopped from within
+	// (a lost lock, a shutdown timeout), with a cause that says why.
+	caller := ctx
 	ctx, hard := context.WithCancelCause(ctx)
 	defer hard(nil)
 	done := make(chan struct{})
@@ -203,9 +207,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 		p.ckpt = newCheckpointer(s.cfg, id)
 	}
 	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun, "partition", s.cfg.Partition.String())
+	stopWatch := func() {}
 	if s.cfg.Lock != nil {
-		stopWatch := watchLock(ctx, s.cfg, hard)
-		defer stopWatch()
+		stopWatch = watchLock(ctx, s.cfg, hard)
 	}
 	err := p.run(ctx)
 	if err == nil || errors.Is(err, ErrShutdown) {
@@ -216,6 +220,13 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 		}
 	}
 	ex.Stop()
+	stopWatch()
+	if s.cfg.Lock != nil && ctx.Err() == nil && err == nil {
+		// Every statement has finished: one more check, so that a lock
+		// lost since the watcher's last one fails the pass instead of
+		// being reported as success.
+		err = confirmLock(ctx, s.cfg)
+	}
 	// What the jobs finished since the last checkpoint, for a pass that
 	// ends before it is done; a completed pass's caller clears it.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -223,13 +234,16 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	cancel()
 	st := s.Stats()
 	st.Elapsed = time.Since(st.Started)
-	st.Outcome, err = outcome(ctx, st, err, s.closed() && (err != nil || p.refused.Load() > 0))
+	st.Outcome, err = outcome(caller, ctx, st, err, s.closed() && (err != nil || p.refused.Load() > 0))
+	if st.Outcome == Failed {
+		st.Cause = causeOf(err)
+	}
 	switch st.Outcome {
 	case Interrupted:
 		log.Info("scavenger pass interrupted", "err", err, "elapsed", st.Elapsed,
 			"queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
 	case Failed:
-		log.Error("scavenger pass failed", "err", err, "elapsed", st.Elapsed,
+		log.Error("scavenger pass failed", "cause", string(st.Cause), "err", err, "elapsed", st.Elapsed,
 			"failed_jobs", st.Errors, "queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
 	default:
 		log.Info("scavenger pass completed", "outcome", string(st.Outcome),
@@ -240,18 +254,35 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
-// outcome decides how a pass ended, and the error Run returns for it.
-// shutDown: Shutdown stopped work the pass had yet to do.
-func outcome(ctx context.Context, st Stats, err error, shutDown bool) (Outcome, error) {
+// outcome decides how a pass ended, and the error Run returns for it, by
+// what ended it, not by the type of the error it ended with: a lost lock
+// reaches the pass as a cancellation (its statements cancelled, a check's
+// deadline exceeded) and is a failure all the same. caller is the caller's
+// context, ctx the pass's own (caller's, cancelled from within with a
+// cause); shutDown: Shutdown stopped work the pass had yet to do.
+//
+//   - a lost lock (the watcher's cause, or the final check's error): Failed
+//   - Shutdown, or the caller's context ended: Interrupted
+//   - anything else that stopped the pass or failed a job: Failed
+func outcome(caller, ctx context.Context, st Stats, err error, shutDown bool) (Outcome, error) {
+	var cause error
+	if ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
 	switch {
+	case errors.Is(cause, store.ErrLockLost):
+		return Failed, cause
+	case errors.Is(err, store.ErrLockLost):
+		return Failed, err
 	case shutDown:
 		return Interrupted, ErrShutdown
-	case ctx.Err() != nil:
-		cause := context.Cause(ctx)
-		if errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
-			return Interrupted, cause
-		}
-		// Stopped by its caller for a reason of its own: a lost lock, say.
+	case caller.Err() != nil:
+		return Interrupted, context.Cause(caller)
+	case errors.Is(cause, ErrShutdown):
+		// Shutdown's context ended: the pass was shut down.
+		return Interrupted, cause
+	case cause != nil:
+		// Stopped from within for a reason of its own.
 		return Failed, cause
 	case err != nil:
 		return Failed, err

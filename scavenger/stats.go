@@ -75,6 +75,9 @@ type Stats struct {
 	// Outcome is how the pass ended; set in the Stats Run returns, empty
 	// while it runs.
 	Outcome Outcome
+	// Cause is why a Failed pass failed (CauseLockLost for a lost lock;
+	// its jobs' causes are in FailuresByCause); empty for other outcomes.
+	Cause Cause
 
 	// Tables breaks the counts down by table version.
 	Tables map[store.Table]TableStats
@@ -124,11 +127,16 @@ const (
 	CauseStatementTimeout Cause = "statement_timeout" // statements kept running out of the statement timeout
 	CauseRetriesExhausted Cause = "retries_exhausted" // transient errors outlasted Config.RetryFor
 	CauseError            Cause = "error"             // any other error
+	// CauseLockLost: the pass's lock was lost, or could not be confirmed
+	// before success was reported (a pass's cause, never a job's).
+	CauseLockLost Cause = "lock_lost"
 )
 
 // causeOf classifies err.
 func causeOf(err error) Cause {
 	switch {
+	case errors.Is(err, store.ErrLockLost):
+		return CauseLockLost
 	case errors.Is(err, store.ErrReadOnly):
 		return CauseReadOnly
 	case errors.Is(err, store.ErrDiskFull):

@@ -446,7 +446,11 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 		}
 	}
 	if st.Outcome != "" {
-		fmt.Fprintf(w, "outcome: %s\n", st.Outcome)
+		if st.Cause != "" {
+			fmt.Fprintf(w, "outcome: %s (%s)\n", st.Outcome, st.Cause)
+		} else {
+			fmt.Fprintf(w, "outcome: %s\n", st.Outcome)
+		}
 	}
 	fmt.Fprintf(w, "time:   %s\n", st.Elapsed.Round(time.Millisecond))
 }
@@ -456,6 +460,7 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 func statsMap(st scavenger.Stats, statements int64) map[string]any {
 	return map[string]any{
 		"outcome":            string(st.Outcome),
+		"cause":              string(st.Cause),
 		"failures_by_cause":  st.FailuresByCause,
 		"tasks_unknown":      st.TasksUnknown,
 		"queues_unknown":     st.QueuesUnknown,
