@@ -161,6 +161,7 @@ type Daemon struct {
 	totals    totals       // counts of finished passes
 	lastRun   *PassRecord  // the last pass that ran (not skipped)
 	lastOK    *PassRecord  // the last completed pass
+	lastDryOK *PassRecord  // the last completed dry run
 
 	// loaded is when the configuration in effect was loaded: at New, or
 	// at the last applied reload. schedVersion counts the schedules, so

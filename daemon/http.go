@@ -75,7 +75,8 @@ type statusView struct {
 	// Progress is the running pass's progress, as the command's progress
 	// line shows it.
 	Progress scavenger.Estimate
-	// Rate is tasks deleted per second by the running pass.
+	// Rate is tasks deleted (in a dry run: it would delete) per second by
+	// the running pass, with thousands separated as every count.
 	Rate string
 	// Left is the estimated time left of the running pass, or what stands
 	// in for it: "after the listing" while queues are still listed.
@@ -88,7 +89,7 @@ func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 	v := statusView{Status: d.Status(), Now: d.clock.Now(), Refresh: 5}
 	if c := v.Current; c != nil {
 		e := c.Stats.Progress()
-		v.Progress, v.Rate = e, fmt.Sprintf("%.0f", e.Rate)
+		v.Progress, v.Rate = e, formatCount(int64(e.Rate+0.5))
 		switch {
 		case e.HasLeft:
 			v.Left = "~" + formatDuration(e.Left)

@@ -19,6 +19,10 @@ var tables = []store.Table{store.V1, store.V2}
 type tableTotals struct {
 	queuesListed, queuesProcessed, queuesDeleted, tasksProcessed, badRows int64
 	tasksDeleted                                                          map[scavenger.Reason]int64
+	// What dry runs would have deleted: apart, so that the deleted
+	// series count only rows that went.
+	wouldQueues int64
+	wouldTasks  map[scavenger.Reason]int64
 }
 
 // totals are the counts of finished passes. The metrics add the running
@@ -31,12 +35,16 @@ type totals struct {
 	tables                                      map[store.Table]*tableTotals
 	queuesKept, orphansFound, deferred, dropped int64
 	errors, retries                             int64
+
+	// dryRuns counts finished dry runs by outcome; they are not in
+	// started, completed, failed or interrupted.
+	dryRuns map[Outcome]int64
 }
 
 func newTotals() totals {
-	t := totals{tables: map[store.Table]*tableTotals{}}
+	t := totals{tables: map[store.Table]*tableTotals{}, dryRuns: map[Outcome]int64{}}
 	for _, tb := range tables {
-		t.tables[tb] = &tableTotals{tasksDeleted: map[scavenger.Reason]int64{}}
+		t.tables[tb] = &tableTotals{tasksDeleted: map[scavenger.Reason]int64{}, wouldTasks: map[scavenger.Reason]int64{}}
 	}
 	return t
 }
@@ -53,6 +61,10 @@ func (t *totals) add(s scavenger.Stats) {
 		for r, n := range ts.TasksDeleted {
 			tt.tasksDeleted[r] += n
 		}
+		tt.wouldQueues += ts.WouldDeleteQueues
+		for r, n := range ts.WouldDeleteTasks {
+			tt.wouldTasks[r] += n
+		}
 	}
 	t.queuesKept += s.QueuesKept
 	t.orphansFound += s.OrphansFound
@@ -68,12 +80,10 @@ func (t totals) clone() totals {
 	c.tables = map[store.Table]*tableTotals{}
 	for tb, tt := range t.tables {
 		x := *tt
-		x.tasksDeleted = map[scavenger.Reason]int64{}
-		for r, n := range tt.tasksDeleted {
-			x.tasksDeleted[r] = n
-		}
+		x.tasksDeleted, x.wouldTasks = maps.Clone(tt.tasksDeleted), maps.Clone(tt.wouldTasks)
 		c.tables[tb] = &x
 	}
+	c.dryRuns = maps.Clone(t.dryRuns)
 	return c
 }
 
@@ -84,6 +94,7 @@ type metricsView struct {
 	pass     scavenger.Stats // the running pass, or the last one that ran
 	lastRun  *PassRecord
 	lastOK   *PassRecord
+	lastDry  *PassRecord // the last completed dry run
 	next     time.Time
 	shutdown bool
 	loaded   time.Time
@@ -92,7 +103,7 @@ type metricsView struct {
 
 func (d *Daemon) metricsView() metricsView {
 	d.mu.Lock()
-	v := metricsView{totals: d.totals.clone(), next: d.next, lastRun: d.lastRun, lastOK: d.lastOK, loaded: d.loaded, reloads: maps.Clone(d.reloads)}
+	v := metricsView{totals: d.totals.clone(), next: d.next, lastRun: d.lastRun, lastOK: d.lastOK, lastDry: d.lastDryOK, loaded: d.loaded, reloads: maps.Clone(d.reloads)}
 	v.shutdown = d.state == Stopping || d.state == Stopped
 	cur := d.current
 	if cur != nil {
@@ -127,22 +138,24 @@ type collector struct {
 	lastDuration, lastSuccess, expiredRemaining, orphansLeft *prometheus.Desc
 	nextPass                                                 *prometheus.Desc
 	configLoaded, configReloads                              *prometheus.Desc
+
+	dryRunPasses, dryRunQueues, dryRunTasks, dryRunLastSuccess *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
 	return &collector{
 		d:                 d,
-		passesStarted:     desc("passes_started_total", "Passes started (the lock was taken and the schema checked)."),
+		passesStarted:     desc("passes_started_total", "Passes started (the lock was taken and the schema checked); dry runs are counted in dry_run_passes_total."),
 		passesCompleted:   desc("passes_completed_total", "Passes that completed."),
 		passesFailed:      desc("passes_failed_total", "Passes that failed: a job failed after its retries, or the pass could not run."),
 		passesInterrupted: desc("passes_interrupted_total", "Passes stopped by a shutdown before they were done."),
 		passesSkipped:     desc("passes_skipped_total", "Scheduled passes not run: lock_held (another tqscavenger holds the lock) or lock_error.", "reason"),
 		queuesListed:      desc("queues_listed_total", "Queue rows listed.", "table"),
 		queuesProcessed:   desc("queues_processed_total", "Queues whose tasks were scavenged.", "table"),
-		queuesDeleted:     desc("queues_deleted_total", "Idle, empty queue rows deleted (in a dry run: that would be).", "table"),
+		queuesDeleted:     desc("queues_deleted_total", "Idle, empty queue rows deleted (dry runs: see dry_run_queues_would_delete_total).", "table"),
 		queuesKept:        desc("queues_kept_total", "Queue deletes refused because a matching host took the queue since it was listed."),
 		tasksProcessed:    desc("tasks_processed_total", "Task rows examined.", "table"),
-		tasksDeleted:      desc("tasks_deleted_total", "Task rows deleted (in a dry run: that would be), by reason: expired, below_ack_level or orphan.", "table", "reason"),
+		tasksDeleted:      desc("tasks_deleted_total", "Task rows deleted, by reason: expired, below_ack_level or orphan (dry runs: see dry_run_tasks_would_delete_total).", "table", "reason"),
 		orphansFound:      desc("orphan_tasks_found_total", "Task rows found without a queue row."),
 		badRows:           desc("bad_rows_total", "Rows skipped because they could not be decoded; they are kept.", "table"),
 		jobsDeferred:      desc("jobs_deferred_total", "Times a queue job yielded its worker to other queues."),
@@ -159,6 +172,11 @@ func newCollector(d *Daemon) *collector {
 		nextPass:            desc("next_pass_timestamp_seconds", "When the next pass is due, in Unix seconds; 0 while a pass runs."),
 		configLoaded:        desc("config_loaded_timestamp_seconds", "When the configuration in effect was loaded (start, or the last applied reload), in Unix seconds."),
 		configReloads:       desc("config_reloads_total", "Reloads of the configuration (SIGHUP), by result: applied, invalid (a bad file or value) or needs_restart.", "result"),
+
+		dryRunPasses:      desc("dry_run_passes_total", "Dry runs (--dry-run) that ended, by outcome: completed, completed_with_bad_rows, failed or interrupted. They delete nothing and are not in the passes_* series.", "outcome"),
+		dryRunQueues:      desc("dry_run_queues_would_delete_total", "Queue rows dry runs would have deleted (nothing was deleted).", "table"),
+		dryRunTasks:       desc("dry_run_tasks_would_delete_total", "Task rows dry runs would have deleted (nothing was deleted), by reason.", "table", "reason"),
+		dryRunLastSuccess: desc("dry_run_last_success_timestamp_seconds", "End of the last completed dry run, in Unix seconds; 0 before the first."),
 	}
 }
 
@@ -172,6 +190,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.inProgress, c.passQueuesListed, c.passQueuesProcessed,
 		c.lastDuration, c.lastSuccess, c.expiredRemaining, c.orphansLeft, c.nextPass,
 		c.configLoaded, c.configReloads,
+		c.dryRunPasses, c.dryRunQueues, c.dryRunTasks, c.dryRunLastSuccess,
 	} {
 		ch <- d
 	}
@@ -203,6 +222,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range scavenger.Reasons {
 			counter(c.tasksDeleted, tt.tasksDeleted[r], name, string(r))
 		}
+		counter(c.dryRunQueues, tt.wouldQueues, name)
+		for _, r := range scavenger.Reasons {
+			counter(c.dryRunTasks, tt.wouldTasks[r], name, string(r))
+		}
+	}
+	for _, o := range []Outcome{Completed, CompletedBadRows, Failed, Interrupted} {
+		counter(c.dryRunPasses, t.dryRuns[o], string(o))
 	}
 	counter(c.queuesKept, t.queuesKept)
 	counter(c.orphansFound, t.orphansFound)
@@ -236,6 +262,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.orphansLeft, orphLeft)
 	gauge(c.nextPass, next)
 	gauge(c.configLoaded, unixSeconds(v.loaded))
+	dry := 0.0
+	if v.lastDry != nil {
+		dry = unixSeconds(v.lastDry.End)
+	}
+	gauge(c.dryRunLastSuccess, dry)
 	for _, r := range reloadResults {
 		counter(c.configReloads, v.reloads[r], r)
 	}

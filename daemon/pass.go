@@ -29,7 +29,7 @@ func (d *Daemon) pass(ctx context.Context) {
 	d.mu.Unlock()
 	log := d.log.With("pass", id)
 
-	lock, err := d.lock(ctx, cfg.Partition)
+	lock, err := d.lock(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -55,8 +55,10 @@ func (d *Daemon) pass(ctx context.Context) {
 	}()
 
 	cfg.Logger = log
-	// The pass checks the lock as it goes, and stops if it is lost.
-	cfg.Lock = lock
+	if !cfg.DryRun {
+		// The pass checks the lock as it goes, and stops if it is lost.
+		cfg.Lock = lock
+	}
 	start := d.clock.Now()
 	if cfg.Tables == nil {
 		info, err := d.cfg.DB.Check(ctx)
@@ -66,9 +68,11 @@ func (d *Daemon) pass(ctx context.Context) {
 			}
 			log.Error(MsgSchemaFailed, "err", err)
 			d.mu.Lock()
-			d.totals.started++
+			if !cfg.DryRun {
+				d.totals.started++
+			}
 			d.mu.Unlock()
-			d.finish(PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Failed, Err: err.Error()}, 0)
+			d.finish(PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Failed, Err: err.Error(), DryRun: cfg.DryRun}, 0)
 			return
 		}
 		cfg.Tables = info.Tables
@@ -81,7 +85,9 @@ func (d *Daemon) pass(ctx context.Context) {
 		_ = sc.Tune(t)
 	}
 	d.current, d.currentID, d.currentAt = sc, id, start
-	d.totals.started++
+	if !cfg.DryRun {
+		d.totals.started++
+	}
 	d.mu.Unlock()
 
 	// The pass runs under a context that shutdown does not cancel: when ctx
@@ -123,7 +129,7 @@ func (d *Daemon) pass(ctx context.Context) {
 		cancel()
 		r = <-done
 	}
-	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Outcome(r.st.Outcome), Stats: r.st}
+	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Outcome(r.st.Outcome), Stats: r.st, DryRun: cfg.DryRun}
 	rec.Stats.BadRows = nil
 	switch {
 	case rec.Outcome == Interrupted:
@@ -135,8 +141,14 @@ func (d *Daemon) pass(ctx context.Context) {
 }
 
 // lock takes the lock of the pass's part of the hash space: the whole
-// pass's lock, or partition p's range lock.
-func (d *Daemon) lock(ctx context.Context, p scavenger.Partition) (store.Lock, error) {
+// pass's lock, or the partition's range lock. A dry run takes none: its
+// store refuses every write, so it neither waits for a real pass nor keeps
+// one out.
+func (d *Daemon) lock(ctx context.Context, cfg scavenger.Config) (store.Lock, error) {
+	p := cfg.Partition
+	if cfg.DryRun {
+		return noLock{}, nil
+	}
 	if p.Whole() {
 		return d.cfg.DB.Lock(ctx, false)
 	}
@@ -146,6 +158,12 @@ func (d *Daemon) lock(ctx context.Context, p scavenger.Partition) (store.Lock, e
 	}
 	return rl.LockRange(ctx, p.Range(), false)
 }
+
+// noLock is the lock of a pass that takes none: a dry run's.
+type noLock struct{}
+
+func (noLock) Unlock() error               { return nil }
+func (noLock) Check(context.Context) error { return nil }
 
 // sameTunables reports whether a and b have the same settings
 // scavenger.Scavenger.Tune changes.

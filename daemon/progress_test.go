@@ -93,7 +93,7 @@ func TestStatusPageProgress(t *testing.T) {
 	// The counts stand still, the clock does not: the page's rate lies
 	// between the rates computed after and before it was made, its time
 	// left between theirs.
-	rate, err := strconv.ParseFloat(field("rate"), 64)
+	rate, err := strconv.ParseFloat(strings.ReplaceAll(field("rate"), "\u202f", ""), 64)
 	if err != nil || rate < after.Rate-0.5 || rate > before.Rate+0.5 || rate == 0 {
 		t.Errorf("rate %q (%v), want a non-zero rate between %.1f and %.1f", field("rate"), err, after.Rate, before.Rate)
 	}

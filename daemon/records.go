@@ -38,6 +38,9 @@ type PassRecord struct {
 	Err string
 	// Stats are the pass's counts (BadRows left out; see the log).
 	Stats scavenger.Stats
+	// DryRun: the pass was a dry run. It deleted nothing (Stats count
+	// what it would have) and is counted apart from real passes.
+	DryRun bool
 }
 
 // Duration is how long the pass ran.
@@ -63,7 +66,16 @@ func (d *Daemon) finish(rec PassRecord, skip skipReason) {
 		d.totals.skippedLockHeld++
 	case skipLockError:
 		d.totals.skippedLockError++
-	default:
+	case 0:
+		if rec.DryRun {
+			d.totals.add(rec.Stats)
+			d.totals.dryRuns[rec.Outcome]++
+			if rec.Outcome == Completed || rec.Outcome == CompletedBadRows {
+				d.lastDryOK = &rec
+			}
+			d.lastRun = &rec
+			break
+		}
 		d.totals.add(rec.Stats)
 		switch rec.Outcome {
 		case Completed, CompletedBadRows:
@@ -109,11 +121,15 @@ type Status struct {
 	// Passes lists the last attempts, newest first.
 	Passes []PassRecord
 	// LastSuccess is the end of the last completed pass; zero if none.
-	LastSuccess time.Time
-	Schedule    string
-	Jitter      time.Duration
-	DSN         string
-	Settings    []Setting
+	// Dry runs do not count: LastDryRun is the end of the last completed
+	// dry run.
+	LastSuccess, LastDryRun time.Time
+	// DryRun: the passes are dry runs (the configuration in effect).
+	DryRun   bool
+	Schedule string
+	Jitter   time.Duration
+	DSN      string
+	Settings []Setting
 	// ConfigLoaded is when the settings in effect were loaded: at start or
 	// at the last applied reload.
 	ConfigLoaded time.Time
@@ -144,6 +160,10 @@ func (d *Daemon) Status() Status {
 	if d.lastOK != nil {
 		s.LastSuccess = d.lastOK.End
 	}
+	if d.lastDryOK != nil {
+		s.LastDryRun = d.lastDryOK.End
+	}
+	s.DryRun = d.cfg.Scavenger.DryRun
 	cur, id, at := d.current, d.currentID, d.currentAt
 	d.mu.Unlock()
 	if cur != nil {

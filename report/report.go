@@ -292,7 +292,7 @@ func (r *Report) dryRuns(ctx context.Context, st store.Store, o Options) error {
 		if err != nil {
 			return fmt.Errorf("dry run of %s: %w", m.name, err)
 		}
-		r.Modes = append(r.Modes, WouldDelete{Mode: m.name, Queues: s.QueuesDeleted, Tasks: s.TasksDeleted})
+		r.Modes = append(r.Modes, WouldDelete{Mode: m.name, Queues: s.WouldDeleteQueues, Tasks: s.WouldDeleteTasks})
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ type Estimate struct {
 	Final        bool
 	// Percent is the share of listed queues done, 0..100.
 	Percent int
-	// Rate is tasks deleted (in a dry run: deletable) per second, over
+	// Rate is tasks deleted (in a dry run: it would delete) per second, over
 	// the whole pass so far.
 	Rate float64
 	// Left is the time left, estimated from the queues done per second so
@@ -30,7 +30,8 @@ func (st Stats) Progress() Estimate {
 		e.Percent = int(min(100, 100*e.Done/e.Listed))
 	}
 	if secs := st.Elapsed.Seconds(); secs > 0 {
-		e.Rate = float64(st.TasksDeleted) / secs
+		tasks, _ := st.Removed()
+		e.Rate = float64(tasks) / secs
 	}
 	if e.Final && e.Done > 0 && e.Done < e.Listed && st.Elapsed > 0 {
 		// Queues done per second so far; the listing, which the first

@@ -16,8 +16,13 @@ import (
 //  3. Config.YieldToLoad's pacing (yield.go), under the limits so that it
 //     only ever slows the pass below them;
 //  4. Config.Middleware, in its order: what tests and embedders add
-//     (fault injection, tracing), closest to the store so that what they
-//     see is what the database gets.
+//     (fault injection, tracing), close to the store so that what they
+//     see is what the database gets;
+//  5. in a dry run, innermost, the write refusal (dryRunStore): every
+//     delete fails with ErrDryRun before it reaches the store, whatever
+//     the code above it does. The pass's delete call sites count instead
+//     of deleting in a dry run; this makes a forgotten check a failed
+//     pass, never a deleted row.
 //
 // This is the one place where they are composed. Every wrapper spells out
 // every method of store.Store, so a method added to the contract fails to
@@ -30,7 +35,11 @@ func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
 		limit(s.tune, s.closing),
 		yieldMiddleware(s.cfg, s.closing, s.onYielder),
 	}
-	return store.Chain(s.st, append(mw, s.cfg.Middleware...)...)
+	mw = append(mw, s.cfg.Middleware...)
+	if s.cfg.DryRun {
+		mw = append(mw, func(next store.Store) store.Store { return &dryRunStore{next: next} })
+	}
+	return store.Chain(s.st, mw...)
 }
 
 // gateStore refuses every call once closing is closed, with ErrShutdown,

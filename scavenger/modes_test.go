@@ -71,8 +71,8 @@ func TestModes(t *testing.T) {
 				if queueExists(t, db, c.table, queueKey(s.NamePrefix+"-0", 0)) != c.wantQueue {
 					t.Errorf("queue exists: want %v", c.wantQueue)
 				}
-				if c.cfg.DryRun && st.TasksDeleted != 90 {
-					t.Errorf("dry run counted %d deletable tasks, want 90", st.TasksDeleted)
+				if c.cfg.DryRun && (st.WouldDeleteTasks != 90 || st.TasksDeleted != 0) {
+					t.Errorf("dry run counted %d tasks it would delete and %d deleted, want 90 and 0", st.WouldDeleteTasks, st.TasksDeleted)
 				}
 			})
 		}

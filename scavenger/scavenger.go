@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -159,7 +160,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	defer hard(nil)
 	done := make(chan struct{})
 	defer close(done)
-	c := &counters{}
+	c := &counters{dryRun: s.cfg.DryRun}
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
@@ -240,18 +241,28 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	}
 	switch st.Outcome {
 	case Interrupted:
-		log.Info("scavenger pass interrupted", "err", err, "elapsed", st.Elapsed,
-			"queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
+		log.Info("scavenger pass interrupted", append([]any{"err", err, "elapsed", st.Elapsed,
+			"queues_processed", st.QueuesProcessed}, deletedAttrs(st)...)...)
 	case Failed:
-		log.Error("scavenger pass failed", "cause", string(st.Cause), "err", err, "elapsed", st.Elapsed,
-			"failed_jobs", st.Errors, "queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
+		log.Error("scavenger pass failed", append([]any{"cause", string(st.Cause), "err", err, "elapsed", st.Elapsed,
+			"failed_jobs", st.Errors, "queues_processed", st.QueuesProcessed}, deletedAttrs(st)...)...)
 	default:
-		log.Info("scavenger pass completed", "outcome", string(st.Outcome),
-			"queues_processed", st.QueuesProcessed, "queues_deleted", st.QueuesDeleted,
-			"tasks_processed", st.TasksProcessed, "tasks_deleted", st.TasksDeleted,
-			"bad_rows", st.BadRowCount, "elapsed", st.Elapsed)
+		log.Info("scavenger pass completed", append([]any{"outcome", string(st.Outcome),
+			"queues_processed", st.QueuesProcessed, "tasks_processed", st.TasksProcessed},
+			append(deletedAttrs(st), "bad_rows", st.BadRowCount, "elapsed", st.Elapsed)...)...)
 	}
 	return st, err
+}
+
+// deletedAttrs are the log attributes of what a pass deleted. A dry run's
+// say so: its deleted counts are 0, and what it would have deleted is a
+// group of its own (would_delete.tasks=750), never under a *_deleted key.
+func deletedAttrs(st Stats) []any {
+	attrs := []any{"queues_deleted", st.QueuesDeleted, "tasks_deleted", st.TasksDeleted}
+	if st.DryRun {
+		attrs = append(attrs, "dry_run", true, slog.Group("would_delete", "queues", st.WouldDeleteQueues, "tasks", st.WouldDeleteTasks))
+	}
+	return attrs
 }
 
 // outcome decides how a pass ended, and the error Run returns for it, by

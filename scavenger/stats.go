@@ -44,11 +44,19 @@ type Stats struct {
 	// of queues scanned together, each counts as soon as the scan has
 	// passed it, before the page's empty queues are deleted.
 	QueuesProcessed int64
-	QueuesDeleted   int64 // queue rows deleted (in a dry run: would be)
+	QueuesDeleted   int64 // queue rows deleted (0 in a dry run)
 	QueuesKept      int64 // deletes refused because range_id changed: a matching host owns the queue
 
 	TasksProcessed int64 // task rows examined
-	TasksDeleted   int64 // task rows deleted (in a dry run: would be), for any reason
+	TasksDeleted   int64 // task rows deleted, for any reason (0 in a dry run)
+
+	// DryRun: the pass was a dry run (Config.DryRun). Nothing was
+	// deleted, so every *Deleted count is 0; WouldDeleteTasks and
+	// WouldDeleteQueues count what a real pass would have deleted at the
+	// same moment. They are apart so that no reader of a dry run's counts
+	// can take them for deletions.
+	DryRun                              bool
+	WouldDeleteTasks, WouldDeleteQueues int64
 	// TasksExpiredLeft counts expired tasks examined and left in place
 	// (behind a live task, or in Temporal's mode sharing a batch with one).
 	TasksExpiredLeft int64
@@ -89,12 +97,26 @@ type Stats struct {
 	BadRowCount int64
 }
 
-// TableStats are the counts of one table version.
+// TableStats are the counts of one table version. In a dry run
+// QueuesDeleted and TasksDeleted are 0 and the Would* fields count what
+// would have been deleted.
 type TableStats struct {
 	QueuesListed, QueuesProcessed, QueuesDeleted int64
 	TasksProcessed                               int64
 	TasksDeleted                                 map[Reason]int64
 	BadRows                                      int64
+
+	WouldDeleteQueues int64
+	WouldDeleteTasks  map[Reason]int64
+}
+
+// Removed returns the tasks and queue rows the pass deleted or, in a dry
+// run, would have deleted: what its progress is measured by.
+func (s Stats) Removed() (tasks, queues int64) {
+	if s.DryRun {
+		return s.WouldDeleteTasks, s.WouldDeleteQueues
+	}
+	return s.TasksDeleted, s.QueuesDeleted
 }
 
 // Outcome is how a pass ended.
@@ -194,8 +216,11 @@ type tableCounters struct {
 	tasksDeleted                                                          [3]atomic.Int64 // by index in Reasons
 }
 
-// counters are the live, concurrently updated form of Stats.
+// counters are the live, concurrently updated form of Stats. The
+// deletion counters count what the pass deleted or, when dryRun, what it
+// would have; snapshot reports them under the right name.
 type counters struct {
+	dryRun                                     bool
 	tables                                     [3]tableCounters // by store.Table (1, 2)
 	queuesKept, tasksExpiredLeft               atomic.Int64
 	orphansFound, orphansLeft, errors, retries atomic.Int64
@@ -261,25 +286,37 @@ func (c *counters) snapshot() Stats {
 		FailuresByCause:  byCause,
 		BadRows:          bad,
 		Tables:           map[store.Table]TableStats{},
+		DryRun:           c.dryRun,
+	}
+	if s.FailuresByCause == nil {
+		s.FailuresByCause = map[Cause]int64{}
 	}
 	for _, t := range []store.Table{store.V1, store.V2} {
 		tc := &c.tables[t]
 		ts := TableStats{
-			QueuesListed:    tc.queuesListed.Load(),
-			QueuesProcessed: tc.queuesProcessed.Load(),
-			QueuesDeleted:   tc.queuesDeleted.Load(),
-			TasksProcessed:  tc.tasksProcessed.Load(),
-			BadRows:         tc.badRows.Load(),
-			TasksDeleted:    map[Reason]int64{},
+			QueuesListed:     tc.queuesListed.Load(),
+			QueuesProcessed:  tc.queuesProcessed.Load(),
+			TasksProcessed:   tc.tasksProcessed.Load(),
+			BadRows:          tc.badRows.Load(),
+			TasksDeleted:     map[Reason]int64{},
+			WouldDeleteTasks: map[Reason]int64{},
 		}
+		tasks, queues := ts.TasksDeleted, &ts.QueuesDeleted
+		if c.dryRun {
+			tasks, queues = ts.WouldDeleteTasks, &ts.WouldDeleteQueues
+		}
+		*queues = tc.queuesDeleted.Load()
 		for i, r := range Reasons {
 			n := tc.tasksDeleted[i].Load()
-			ts.TasksDeleted[r] = n
-			s.TasksDeleted += n
+			ts.TasksDeleted[r], ts.WouldDeleteTasks[r] = 0, 0
+			tasks[r] = n
+			s.TasksDeleted += ts.TasksDeleted[r]
+			s.WouldDeleteTasks += ts.WouldDeleteTasks[r]
 		}
 		s.QueuesListed += ts.QueuesListed
 		s.QueuesProcessed += ts.QueuesProcessed
 		s.QueuesDeleted += ts.QueuesDeleted
+		s.WouldDeleteQueues += ts.WouldDeleteQueues
 		s.TasksProcessed += ts.TasksProcessed
 		s.BadRowCount += ts.BadRows
 		s.Tables[t] = ts

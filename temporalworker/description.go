@@ -188,6 +188,15 @@ type Totals struct {
 	// Dropped counts queue jobs dropped from a full deferred list: left
 	// for a later pass.
 	Dropped int64 `json:"dropped,omitempty"`
+	// WouldDelete counts what a dry run would have deleted; its
+	// *Deleted counts are 0.
+	WouldDelete *WouldDelete `json:"would_delete,omitempty"`
+}
+
+// WouldDelete is what a dry run would have deleted.
+type WouldDelete struct {
+	Tasks  int64 `json:"tasks"`
+	Queues int64 `json:"queues"`
 }
 
 // addStats adds a pass's stats to t.
@@ -199,6 +208,9 @@ func (t *Totals) addStats(s scavenger.Stats) {
 		TasksUnknown: s.TasksUnknown, QueuesUnknown: s.QueuesUnknown, BadRows: s.BadRowCount,
 		FailedJobs: s.Errors, Retries: s.Retries,
 	})
+	if s.DryRun {
+		t.Add(Totals{WouldDelete: &WouldDelete{Tasks: s.WouldDeleteTasks, Queues: s.WouldDeleteQueues}})
+	}
 }
 
 // Add adds o to t.
@@ -218,6 +230,13 @@ func (t *Totals) Add(o Totals) {
 	t.FailedJobs += o.FailedJobs
 	t.Retries += o.Retries
 	t.Dropped += o.Dropped
+	if o.WouldDelete != nil {
+		if t.WouldDelete == nil {
+			t.WouldDelete = &WouldDelete{}
+		}
+		t.WouldDelete.Tasks += o.WouldDelete.Tasks
+		t.WouldDelete.Queues += o.WouldDelete.Queues
+	}
 }
 
 // Describe returns the description of a pass of c (its scavenger

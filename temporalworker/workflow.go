@@ -88,6 +88,12 @@ func PassWorkflow(ctx workflow.Context, d PassDescription) (PassResult, error) {
 			fmt.Sprintf("pass failed: %d of %d partitions failed; first: %v", res.Failed, d.Partitions, firstErr),
 			ErrTypePassIncomplete, firstErr, res)
 	}
+	if w := res.Totals.WouldDelete; w != nil {
+		// A dry run: nothing was deleted.
+		log.Info("pass completed", "tasks_deleted", res.Totals.TasksDeleted, "queues_deleted", res.Totals.QueuesDeleted,
+			"dry_run", true, "would_delete_tasks", w.Tasks, "would_delete_queues", w.Queues)
+		return res, nil
+	}
 	log.Info("pass completed", "tasks_deleted", res.Totals.TasksDeleted, "queues_deleted", res.Totals.QueuesDeleted)
 	return res, nil
 }

@@ -165,7 +165,7 @@ func demoCmd(ctx context.Context, e *env, path string, lf *logFlags) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout, "\nScavenger pass:")
-	printSummary(e.stdout, st, false)
+	printSummary(e.stdout, st)
 	after, err := report.Take(ctx, db, report.Options{Now: now})
 	if err != nil {
 		return err

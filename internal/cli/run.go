@@ -284,6 +284,12 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	if err != nil {
 		return err
 	}
+	if cfg.DryRun && cp.file != "" {
+		// A checkpoint is for resuming deletions; a dry run's would be
+		// refused by the real pass (its settings differ), and writing or
+		// removing the file would change what a real pass resumes from.
+		return usagef("--checkpoint with --dry-run: a dry run never writes or removes a checkpoint; leave one of them out")
+	}
 	switch progress {
 	case "auto", "always", "never":
 	default:
@@ -319,10 +325,15 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 		cfg.Checkpoint = func(_ context.Context, c scavenger.Checkpoint) error { return saveCheckpoint(cp.file, c) }
 		cfg.CheckpointInterval = cp.every
 	}
-	var lock store.Lock
-	if cfg.Partition.Whole() {
+	// A dry run deletes nothing (its store refuses every write), so it
+	// takes no lock: it neither waits for a real pass nor keeps one out.
+	var lock store.Lock = noLock{}
+	switch {
+	case cfg.DryRun:
+		log.Info("dry run: no lock taken, nothing is deleted")
+	case cfg.Partition.Whole():
 		lock, err = db.Lock(ctx, waitLock)
-	} else {
+	default:
 		lock, err = db.LockRange(ctx, cfg.Partition.Range(), waitLock)
 	}
 	if err != nil {
@@ -335,8 +346,10 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 		return err
 	}
 	defer lock.Unlock()
-	// The pass checks the lock as it goes, and fails if it is lost.
-	cfg.Lock = lock
+	if !cfg.DryRun {
+		// The pass checks the lock as it goes, and fails if it is lost.
+		cfg.Lock = lock
+	}
 
 	s := scavenger.New(db, cfg)
 	var tables []string // names: a []store.Table would log as bytes
@@ -352,7 +365,7 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 			err = werr
 		}
 	} else {
-		printSummary(e.stdout, st, cfg.DryRun)
+		printSummary(e.stdout, st)
 	}
 	if statsJSON != "" {
 		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
@@ -374,6 +387,12 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	e.exit = runStatus(st.Outcome)
 	return nil
 }
+
+// noLock is the lock of a pass that takes none: a dry run's.
+type noLock struct{}
+
+func (noLock) Unlock() error               { return nil }
+func (noLock) Check(context.Context) error { return nil }
 
 // progressLine returns the progress line drawn on w, or nil if mode and
 // w call for none: by default (auto) there is one only on a terminal.
@@ -410,16 +429,18 @@ func isTerminal(w io.Writer) bool {
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }
 
-func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
+func printSummary(w io.Writer, st scavenger.Stats) {
 	verb := "deleted"
-	if dry {
+	if st.DryRun {
 		verb = "would delete"
+		fmt.Fprintln(w, "dry run: nothing was deleted")
 	}
-	fmt.Fprintf(w, "queues: %d processed, %s %d", st.QueuesProcessed, verb, st.QueuesDeleted)
+	tasks, queues := st.Removed()
+	fmt.Fprintf(w, "queues: %d processed, %s %d", st.QueuesProcessed, verb, queues)
 	if st.QueuesKept > 0 {
 		fmt.Fprintf(w, ", %d kept (taken by a matching host since listed)", st.QueuesKept)
 	}
-	fmt.Fprintf(w, "\ntasks:  %d examined, %s %d\n", st.TasksProcessed, verb, st.TasksDeleted)
+	fmt.Fprintf(w, "\ntasks:  %d examined, %s %d\n", st.TasksProcessed, verb, tasks)
 	if st.Deferred > 0 || st.Dropped > 0 || st.Retries > 0 {
 		fmt.Fprintf(w, "jobs:   %d deferred, %d dropped; %d transient errors retried\n", st.Deferred, st.Dropped, st.Retries)
 	}
@@ -456,12 +477,19 @@ func printSummary(w io.Writer, st scavenger.Stats, dry bool) {
 }
 
 // statsMap is the pass's counts for scripts: --output json and
-// --stats-json.
+// --stats-json. A dry run's *_deleted counts are 0 (nothing was deleted)
+// and what it would have deleted is under would_delete, so that no script
+// reads a dry run as deletions; dry_run says which it was.
 func statsMap(st scavenger.Stats, statements int64) map[string]any {
-	return map[string]any{
+	causes := st.FailuresByCause
+	if causes == nil {
+		causes = map[scavenger.Cause]int64{}
+	}
+	m := map[string]any{
+		"dry_run":            st.DryRun,
 		"outcome":            string(st.Outcome),
 		"cause":              string(st.Cause),
-		"failures_by_cause":  st.FailuresByCause,
+		"failures_by_cause":  causes,
 		"tasks_unknown":      st.TasksUnknown,
 		"queues_unknown":     st.QueuesUnknown,
 		"statements":         statements,
@@ -480,6 +508,10 @@ func statsMap(st scavenger.Stats, statements int64) map[string]any {
 		"bad_rows":           st.BadRowCount,
 		"elapsed_seconds":    st.Elapsed.Seconds(),
 	}
+	if st.DryRun {
+		m["would_delete"] = map[string]int64{"tasks": st.WouldDeleteTasks, "queues": st.WouldDeleteQueues}
+	}
+	return m
 }
 
 // writeStatsJSON writes the pass's counts for scripts.

@@ -20,9 +20,13 @@ type item struct {
 // While the listing runs the total has a "+": more queues may come.
 func Text(st scavenger.Stats, dryRun bool, width int) string {
 	e := st.Progress()
-	deleted := "deleted"
-	if dryRun {
-		deleted = "deletable"
+	tasks, queueRows := st.Removed()
+	// A dry run deletes nothing: its counts say what it would delete.
+	deleted := func(n int64, what string) string {
+		if dryRun {
+			return fmt.Sprintf("would delete %d %s", n, what)
+		}
+		return fmt.Sprintf("%d %s deleted", n, what)
 	}
 	queues := fmt.Sprintf("%d/%d queues done (%d%%)", e.Done, e.Listed, e.Percent)
 	if !e.Final {
@@ -30,7 +34,7 @@ func Text(st scavenger.Stats, dryRun bool, width int) string {
 	}
 	items := []item{
 		{queues, 0},
-		{fmt.Sprintf("%d tasks %s", st.TasksDeleted, deleted), 1},
+		{deleted(tasks, "tasks"), 1},
 		{fmt.Sprintf("%.0f/s", e.Rate), 3},
 	}
 	switch {
@@ -40,7 +44,7 @@ func Text(st scavenger.Stats, dryRun bool, width int) string {
 		items = append(items, item{"finishing", 2})
 	}
 	items = append(items,
-		item{fmt.Sprintf("%d queues %s", st.QueuesDeleted, deleted), 4},
+		item{deleted(queueRows, "queues"), 4},
 		item{fmt.Sprintf("%d tasks examined", st.TasksProcessed), 5},
 		item{st.Elapsed.Round(time.Second).String() + " elapsed", 6},
 	)

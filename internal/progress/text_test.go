@@ -13,6 +13,8 @@ func TestText(t *testing.T) {
 		TasksProcessed: 42000, TasksDeleted: 41500, Elapsed: 10 * time.Second}
 	listing := listed
 	listing.ListingDone = false
+	dry := listed
+	dry.DryRun, dry.TasksDeleted, dry.QueuesDeleted, dry.WouldDeleteTasks, dry.WouldDeleteQueues = true, 0, 0, 41500, 400
 	for _, c := range []struct {
 		name  string
 		st    scavenger.Stats
@@ -26,7 +28,8 @@ func TestText(t *testing.T) {
 		{"50 columns", listed, false, 49, "500/2000 queues done (25%), 41500 tasks deleted"},
 		{"20 columns", listed, false, 20, "500/2000 queues done"},
 		{"listing", listing, false, 69, "500/2000+ queues done, 41500 tasks deleted, 4150/s"},
-		{"dry run", listed, true, 69, "dry run: 500/2000 queues done (25%), 41500 tasks deletable, ~30s left"},
+		{"dry run", dry, true, 75, "dry run: 500/2000 queues done (25%), would delete 41500 tasks, ~30s left"},
+		{"dry run, wide", dry, true, 200, "dry run: 500/2000 queues done (25%), would delete 41500 tasks, 4150/s, ~30s left, would delete 400 queues, 42000 tasks examined, 10s elapsed"},
 	} {
 		got := Text(c.st, c.dry, c.width)
 		if got != c.want {
