@@ -213,6 +213,8 @@ func newRoot(ctx context.Context, e *env) *cobra.Command {
 		unknown := ""
 		if _, name, ok := strings.Cut(err.Error(), "unknown flag: "); ok {
 			unknown = name
+		} else if _, in, ok := strings.Cut(err.Error(), "unknown shorthand flag: "); ok && len(in) > 2 {
+			unknown = "-" + in[1:2] // 'o' in -o
 		}
 		return usagef("%v%s (see tqscavenger %s -h)", err, flagSuggestion(c.Flags(), unknown), strings.TrimPrefix(c.CommandPath(), "tqscavenger "))
 	})

@@ -190,7 +190,11 @@ run:
 	}
 
 	for _, c := range []struct{ file, want string }{
-		{"workerz: 4\n", `"workerz" is not a flag of tqscavenger serve`},
+		{"workerz: 4\n", `workerz: not a flag of tqscavenger serve (did you mean workers?)`},
+		// Already under serve: no hint to put it under a command's name.
+		{"serve:\n  wrokers: 4\n", `serve.wrokers: not a flag of tqscavenger serve (did you mean workers?)`},
+		{"serve:\n  zzzz: 4\n", `serve.zzzz: not a flag of tqscavenger serve (see tqscavenger serve -h for its flags)`},
+		{"zzzz: 4\n", `zzzz: not a flag of tqscavenger serve (a top-level key is read by every command`},
 		{"listen: {a: b}\n", "only allowed as a command section"},
 		{"serve:\n  every: {a: b}\n", "only allowed as a command section"},
 		{"workers: many\n", `workers: "many"`},

@@ -7,6 +7,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -171,27 +172,97 @@ func (m *multiFlag) Set(v string) error {
 }
 
 // flagSuggestion returns " (did you mean --NAME?)" for an unknown flag
-// close to one of fs's, or "".
+// (--name, or -x for an unknown shorthand) close to one of fs's, or "".
 func flagSuggestion(fs *pflag.FlagSet, unknown string) string {
+	short := len(unknown) == 2 && unknown[0] == '-' && unknown[1] != '-'
 	unknown = strings.TrimLeft(unknown, "-")
 	unknown, _, _ = strings.Cut(unknown, "=")
-	best, bestD := "", 3
+	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || f.Deprecated != "" {
-			return
-		}
-		d := suggest.Distance(unknown, f.Name)
-		if strings.ReplaceAll(f.Name, "-", "") == strings.ReplaceAll(unknown, "-", "") {
-			d = 0
-		}
-		if d < bestD || (d == bestD && best == "") {
-			best, bestD = f.Name, d
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
 		}
 	})
-	if best == "" || bestD > 2 {
+	if short {
+		// One letter: what other tools mean by it, where this command has
+		// that (make -n and rsync -n are dry runs), else its flags that
+		// start with the letter.
+		if c, ok := shortConventions[unknown]; ok && fs.Lookup(strings.Fields(c)[0]) != nil {
+			return " (did you mean --" + c + "?)"
+		}
+	}
+	s := suggestNames(unknown, names)
+	if len(s) == 0 {
 		return ""
 	}
-	return " (did you mean --" + best + "?)"
+	for i := range s {
+		s[i] = "--" + s[i]
+	}
+	return " (did you mean " + orList(s) + "?)"
+}
+
+// shortConventions are the one-letter flags of other tools a user may
+// type, and this tool's flag for the same thing.
+var shortConventions = map[string]string{
+	"n": "dry-run",
+	"q": "log-level warn",
+	"v": "log-level debug",
+}
+
+// maxSuggestions caps the names a suggestion lists.
+const maxSuggestions = 4
+
+// suggestNames returns the names the mistyped word most likely meant, best
+// first: the names it is a prefix of (a word cut short: --dry, --out),
+// else the one it equals but for dashes or is within two edits of (a
+// typo: --dryrun, --workrs). A one-letter word is only ever a prefix.
+func suggestNames(word string, names []string) []string {
+	word = strings.ToLower(word)
+	if word == "" {
+		return nil
+	}
+	var prefixed []string
+	for _, n := range names {
+		if strings.HasPrefix(n, word) && n != word {
+			prefixed = append(prefixed, n)
+		}
+	}
+	if len(prefixed) > 0 {
+		sort.Slice(prefixed, func(i, j int) bool {
+			if len(prefixed[i]) != len(prefixed[j]) {
+				return len(prefixed[i]) < len(prefixed[j])
+			}
+			return prefixed[i] < prefixed[j]
+		})
+		return prefixed[:min(len(prefixed), maxSuggestions)]
+	}
+	if len(word) < 2 {
+		return nil
+	}
+	best, bestD := "", 3
+	for _, n := range names {
+		d := suggest.Distance(word, n)
+		if strings.ReplaceAll(n, "-", "") == strings.ReplaceAll(word, "-", "") {
+			d = 0
+		}
+		// Half the word or more changed is no resemblance: "out" is two
+		// edits from "port", "dry" from "db".
+		if d < bestD && d <= len(word)/2 {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return []string{best}
+}
+
+// orList writes names as "a", "a or b", "a, b or c".
+func orList(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // writeFlagHelp writes the flags of fs by group, each with its default

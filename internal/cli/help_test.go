@@ -86,6 +86,19 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"serve", "--evry", "1h"}, "(did you mean --every?)"},
 		{[]string{"report", "--jsn"}, "(did you mean --json?)"},
 		{[]string{"run", "--zzzzzzzz"}, "unknown flag: --zzzzzzzz (see tqscavenger run -h)"},
+		// A word cut short means the flag it begins: not the nearest by
+		// edits (--dry is two from --db, --out from --port).
+		{[]string{"run", "--dry"}, "unknown flag: --dry (did you mean --dry-run?)"},
+		{[]string{"run", "--out", "json"}, "unknown flag: --out (did you mean --output?)"},
+		{[]string{"serve", "--out", "json"}, "unknown flag: --out (see tqscavenger serve -h)"},
+		{[]string{"report", "--dry"}, "unknown flag: --dry (see tqscavenger report -h)"},
+		{[]string{"run", "--max"}, "(did you mean --max-conns, --max-deferred, --max-deletes-per-second or --max-statements-per-second?)"},
+		// One letter: what other tools mean by it, or the flags it begins.
+		{[]string{"run", "-n"}, "unknown shorthand flag: 'n' in -n (did you mean --dry-run?)"},
+		{[]string{"run", "-q"}, "(did you mean --log-level warn?)"},
+		{[]string{"run", "-p"}, "(did you mean --port, --plugin, --protect or --password?)"},
+		{[]string{"serve", "-o"}, "(did you mean --orphans?)"},
+		{[]string{"run", "-o", "yaml"}, `--output "yaml": use text or json`}, // -o is --output
 		{[]string{"run", "extra"}, `unexpected argument "extra"`},
 		{[]string{"schema"}, "use one of: `setup` or `check`"},
 	} {

@@ -61,6 +61,9 @@ type fileSetting struct {
 	values []string // a list sets a repeatable flag once per element
 	line   int      // of the key, for messages
 	alias  bool     // the value is a YAML alias (*a) of another
+	// section is the command section the key stood under ("serve"), or
+	// "" for a top-level key.
+	section string
 }
 
 // maxConfigBytes bounds a --config file: a config file of settings is a
@@ -144,7 +147,7 @@ func readConfigFile(path, section string) ([]fileSetting, error) {
 			if err != nil {
 				return usagef("--config %s: line %d: %s%s: %v", path, k.Line, where, k.Value, err)
 			}
-			merged[name] = fileSetting{name: name, values: vals, line: k.Line, alias: alias}
+			merged[name] = fileSetting{name: name, values: vals, line: k.Line, alias: alias, section: strings.TrimSuffix(where, ".")}
 		}
 		return nil
 	}
@@ -264,7 +267,7 @@ func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 		}
 		f := fs.Lookup(s.name)
 		if f == nil || aliasOf(f) != "" || f.Name == "help" {
-			return usagef("--config %s: %q is not a flag of tqscavenger %s (settings for one command go under its name, e.g. serve:)", path, s.name, fs.Name())
+			return unknownKey(fs, path, s)
 		}
 		if o[f.Name].layer != fromDefault {
 			continue
@@ -281,6 +284,31 @@ func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 		o[f.Name] = origin{fromFile, s.name + " in " + path}
 	}
 	return nil
+}
+
+// unknownKey is the error for a key of the file that is no flag of the
+// command: with the same did-you-mean as a mistyped flag, and a hint that
+// is true where the key stands (a key already under serve: is not told to
+// go under a command's name).
+func unknownKey(fs *pflag.FlagSet, path string, s fileSetting) error {
+	key := s.name
+	if s.section != "" {
+		key = s.section + "." + s.name
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" && aliasOf(f) == "" && f.Name != "help" && f.Name != "config" {
+			names = append(names, f.Name)
+		}
+	})
+	cmd := fs.Name()
+	if sg := suggestNames(s.name, names); len(sg) > 0 {
+		return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s (did you mean %s?)", path, s.line, key, cmd, orList(sg))
+	}
+	if s.section != "" {
+		return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s (see tqscavenger %s -h for its flags)", path, s.line, key, cmd, cmd)
+	}
+	return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s (a top-level key is read by every command that reads the file; a setting for one command goes under its name, e.g. run:)", path, s.line, key, cmd)
 }
 
 // origin is where a flag's value came from.

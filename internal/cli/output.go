@@ -12,7 +12,7 @@ import (
 
 // outputFlag registers --output in fs.
 func outputFlag(fs *pflag.FlagSet, p *string, usage string) {
-	fs.StringVar(p, "output", "text", usage)
+	fs.StringVarP(p, "output", "o", "text", usage)
 }
 
 // checkOutput refuses an --output other than text or json.
