@@ -114,11 +114,6 @@ func commands() []command {
 			{name: "setup", summary: "create Temporal's task tables (those missing)", usage: "--db DSN [flags]", flags: schemaFlags("setup")},
 			{name: "check", summary: "check that tqscavenger can scavenge a database", usage: "--db DSN [flags]", flags: schemaFlags("check")},
 		}},
-		{name: "bench", summary: "time passes against Temporal's settings and the raw bound on seeded databases", usage: "[flags]", flags: benchFlags, subs: []command{
-			{name: "raw", summary: "the raw bound's pass alone", usage: "--db DSN [flags]", flags: benchRawFlags},
-			{name: "measure", summary: "run a command, write its time and peak RSS", usage: "--result FILE -- COMMAND [ARG…]", flags: benchMeasureFlags, args: func([]string) error { return nil }},
-			{name: "partitions", summary: "time N processes, each a partition, over one PostgreSQL database", usage: "[flags]", flags: benchPartitionsFlags},
-		}},
 		{name: "serve", summary: "run passes on a schedule, with /metrics, a status page and health checks", usage: "--db DSN [flags]", flags: serveCmdFlags,
 			long: "SIGHUP re-reads the --config file and applies the new settings; see `config`."},
 		{name: "config", summary: "print the configuration serve would run with, and where each value came from", usage: "[serve flags]", flags: configCmdFlags},

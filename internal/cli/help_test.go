@@ -20,7 +20,7 @@ func TestHelp(t *testing.T) {
 		{"-h"}, {"--help"}, {"help"}, {"help", "run"},
 		{"run", "-h"}, {"run", "--help"}, {"run", "-help"}, {"serve", "-h"}, {"config", "-h"}, {"report", "-h"},
 		{"schema", "-h"}, {"schema", "check", "-h"}, {"schema", "setup", "--help"}, {"seed", "-h"}, {"demo", "-h"},
-		{"bench", "-h"}, {"bench", "raw", "-h"}, {"bench", "partitions", "-h"}, {"version", "-h"}, {"completion", "-h"},
+		{"version", "-h"}, {"completion", "-h"},
 	} {
 		code, out, errOut := tqs(args...)
 		if code != cli.ExitOK || errOut != "" || !strings.Contains(out, "Usage") {

@@ -209,12 +209,6 @@ func (c *connFlags) openChecked(ctx context.Context, inv *invocation, opts sqlst
 	return checked(ctx, db, err)
 }
 
-// openChecked is connFlags.openChecked for a DSN alone (bench raw's).
-func openChecked(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB, store.SchemaInfo, error) {
-	db, err := open(ctx, dsn, opts)
-	return checked(ctx, db, err)
-}
-
 // checked checks the task tables of db, just opened (unless err), and
 // closes it if they cannot be used.
 func checked(ctx context.Context, db *sqlstore.DB, err error) (*sqlstore.DB, store.SchemaInfo, error) {
@@ -244,7 +238,7 @@ func runFlags(g *flagGroups) runFunc {
 	lf.register(g.Output)
 	outputFlag(g.Output, &output, "the pass's outcome and counts on stdout: text or json (logs go to stderr)")
 	g.Output.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
-	g.Output.StringVar(&statsJSON, "stats-json", "", "also write the pass's counts as JSON to this file (for scripts and the benchmark)")
+	g.Output.StringVar(&statsJSON, "stats-json", "", "also write the pass's counts as JSON to this file (for scripts and the lab)")
 	configFlag(g.Other)
 	return func(ctx context.Context, inv *invocation) error {
 		return runPass(ctx, inv, &sf, &cf, &lf, &cp, progress, statsJSON, output, waitLock)

@@ -1,19 +1,27 @@
-// Package bench measures tqscavenger against Temporal's settings and
-// against the raw bound, on databases it seeds itself.
+// Package bench is the lab's benchmark: it measures builds of tqscavenger
+// (binaries under test, given by path) against Temporal's settings,
+// against each other and against the raw bound, on databases it seeds
+// itself.
 //
 // For each engine and case it seeds one database, makes an identical copy
-// for each measured pass, and runs every pass as a child process of the
-// tqscavenger binary, so that the peak RSS read from the child's rusage is
-// the pass's own. The passes are:
+// for each measured pass, and runs every pass as a child process, started
+// through the lab's own `measure` (see Measure) so that the peak RSS read
+// from the child's rusage is the pass's own. The passes are:
 //
-//   - default: `tqscavenger run` with tqscavenger's defaults;
-//   - temporal: `tqscavenger run --compat=temporal`, Temporal's algorithm
+//   - default: `BINARY run` with the build's defaults;
+//   - temporal: `BINARY run --compat=temporal`, Temporal's algorithm
 //     and knob values over the same store and SQL;
 //   - default+past-live-head: the default with --past-live-head (only in
 //     the live-head case, where it is what the raw bound does);
-//   - raw: `tqscavenger bench raw` (see Raw), which reads every task blob
+//   - raw: the lab's own `raw` (see Raw), which reads every task blob
 //     once and deletes exactly the rows that must go with plain SQL in
-//     large batches: the least work any scavenger must do.
+//     large batches: the least work any scavenger must do;
+//   - safe raw: raw with what a scavenger beside a live Temporal must do.
+//
+// With several binaries under test (Options.Binaries), each of the first
+// three passes runs once per binary, one after the other on fresh copies
+// of the same seed, and the report compares what each deleted and how
+// many statements it issued (Compare).
 //
 // After each pass the copy's remaining rows are counted and compared with
 // what the case says must be left; a difference is reported as a warning.
@@ -142,6 +150,10 @@ const (
 // writers must keep.
 const rawTxBudget = 100 * time.Millisecond
 
+// raw reports whether p is one of the lab's raw bounds, not a pass of a
+// binary under test.
+func (p Pass) raw() bool { return p == PassRaw || p == PassSafeRaw }
+
 // passes lists the passes of c.
 func (c Case) passes() []Pass {
 	if c.Large {
@@ -189,9 +201,15 @@ type Options struct {
 	// reported as taking more than PassTimeout. Default: no limit.
 	PassTimeout time.Duration
 
-	// Binary is the tqscavenger executable each pass runs as: `Binary run
-	// …` and `Binary bench raw …`. Required.
-	Binary string
+	// Binaries are the tqscavenger executables under test: each of the
+	// default, temporal and past-live-head passes runs as `PATH run …`
+	// once per binary. At least one is required; with several, each needs
+	// a distinct Label.
+	Binaries []Binary
+	// Self is the lab's own executable: it runs each pass under its
+	// `measure` command and the raw bounds as its `raw`. Default: this
+	// process's executable.
+	Self string
 	// Env is the children's environment. Default: this process's,
 	// without TQSCAVENGER_* variables, which would change the passes.
 	Env []string
@@ -209,6 +227,40 @@ type Options struct {
 	// RawPageSize and RawBatchSize are the raw bound's rows per read and
 	// per delete. Defaults DefaultRawPageSize and DefaultRawBatchSize.
 	RawPageSize, RawBatchSize int
+}
+
+// Binary is one tqscavenger executable under test.
+type Binary struct {
+	// Label names it in the report, e.g. "old" or "new"; "" for the only
+	// one.
+	Label string
+	// Path is the executable.
+	Path string
+}
+
+// check validates the binaries and fills in Self.
+func (o *Options) check() error {
+	if len(o.Binaries) == 0 {
+		return errors.New("bench: no tqscavenger binary under test")
+	}
+	seen := map[string]bool{}
+	for _, b := range o.Binaries {
+		if b.Path == "" {
+			return errors.New("bench: a binary under test without a path")
+		}
+		if len(o.Binaries) > 1 && (b.Label == "" || seen[b.Label]) {
+			return fmt.Errorf("bench: binaries under test need distinct labels (%q)", b.Label)
+		}
+		seen[b.Label] = true
+	}
+	if o.Self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench: find the lab's own executable: %w", err)
+		}
+		o.Self = exe
+	}
+	return nil
 }
 
 // Report is the outcome of Run.
@@ -250,6 +302,9 @@ type Rows struct {
 // PassResult is one measured pass.
 type PassResult struct {
 	Pass Pass
+	// Binary is the label of the binary under test that ran the pass: ""
+	// for the lab's own raw bounds, and for the only binary.
+	Binary string
 	// Wall is the child's wall-clock time, process start to exit.
 	Wall time.Duration
 	// Elapsed is the pass's own time as it reported it.
@@ -273,6 +328,15 @@ type PassResult struct {
 	Err  error
 }
 
+// Name is the pass as the report shows it: "new: default" for a pass of
+// the binary labelled new.
+func (p PassResult) Name() string {
+	if p.Binary == "" {
+		return string(p.Pass)
+	}
+	return p.Binary + ": " + string(p.Pass)
+}
+
 // Rate is rows deleted (tasks and queues) per second of wall time.
 func (p PassResult) Rate() float64 {
 	if p.Wall <= 0 {
@@ -281,10 +345,11 @@ func (p PassResult) Rate() float64 {
 	return float64(p.Deleted.Tasks+p.Deleted.Queues) / p.Wall.Seconds()
 }
 
-// find returns the result of pass p, or nil.
-func (c *CaseReport) find(p Pass) *PassResult {
+// find returns the result of pass p run by the binary labelled bin (any
+// for the raw bounds, which are the lab's own), or nil.
+func (c *CaseReport) find(p Pass, bin string) *PassResult {
 	for i := range c.Passes {
-		if c.Passes[i].Pass == p && c.Passes[i].Err == nil {
+		if c.Passes[i].Pass == p && (c.Passes[i].Binary == bin || p.raw()) && c.Passes[i].Err == nil {
 			return &c.Passes[i]
 		}
 	}
@@ -295,8 +360,8 @@ func (c *CaseReport) find(p Pass) *PassResult {
 // fails is reported in its CaseReport and the others still run; the
 // returned error joins every failure.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	if o.Binary == "" {
-		return nil, errors.New("bench: no tqscavenger binary to run the passes")
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	if len(o.Engines) == 0 {
 		o.Engines = []sqlstore.Engine{sqlstore.SQLite, sqlstore.Postgres, sqlstore.MySQL}
@@ -481,38 +546,46 @@ func (r *runner) runCase(ctx context.Context, srv server, c Case) (cr CaseReport
 		copies time.Duration
 		all    []PassResult // every run, for verify
 	)
-	for i, p := range c.passes() {
-		var runs []PassResult
-		for run := range r.o.Repeat {
-			name := fmt.Sprintf("%s_p%d", base, i)
-			start := time.Now()
-			cdsn, err := srv.copy(ctx, seedName, name)
-			if err == nil && c.Journal != "" {
-				err = setJournal(ctx, cdsn, c.Journal)
-			}
-			copies += time.Since(start)
-			if err != nil {
-				r.drop(srv, name)
-				cr.Err = fmt.Errorf("copy for %s: %w", p, err)
-				return cr
-			}
-			res := r.runPass(ctx, p, cdsn, now, c)
-			if res.Err == nil && !res.TimedOut {
-				res.Left, res.TaskIDSum, res.Err = countRows(ctx, cdsn)
-			}
-			r.drop(srv, name)
-			runs = append(runs, res)
-			r.logPass(e, c, p, run, res)
-			if ctx.Err() != nil {
-				cr.Err = ctx.Err()
-				return cr
-			}
-			if res.Err != nil || res.TimedOut {
-				break // a rerun would fail or time out the same way
-			}
+	i := 0
+	for _, p := range c.passes() {
+		bins := r.o.Binaries
+		if p.raw() {
+			bins = bins[:1] // the lab's own: once
 		}
-		all = append(all, runs...)
-		cr.Passes = append(cr.Passes, medianRun(runs))
+		for _, bin := range bins {
+			i++
+			var runs []PassResult
+			for run := range r.o.Repeat {
+				name := fmt.Sprintf("%s_p%d", base, i)
+				start := time.Now()
+				cdsn, err := srv.copy(ctx, seedName, name)
+				if err == nil && c.Journal != "" {
+					err = setJournal(ctx, cdsn, c.Journal)
+				}
+				copies += time.Since(start)
+				if err != nil {
+					r.drop(srv, name)
+					cr.Err = fmt.Errorf("copy for %s: %w", p, err)
+					return cr
+				}
+				res := r.runPass(ctx, p, bin, cdsn, now, c)
+				if res.Err == nil && !res.TimedOut {
+					res.Left, res.TaskIDSum, res.Err = countRows(ctx, cdsn)
+				}
+				r.drop(srv, name)
+				runs = append(runs, res)
+				r.logPass(e, c, run, res)
+				if ctx.Err() != nil {
+					cr.Err = ctx.Err()
+					return cr
+				}
+				if res.Err != nil || res.TimedOut {
+					break // a rerun would fail or time out the same way
+				}
+			}
+			all = append(all, runs...)
+			cr.Passes = append(cr.Passes, medianRun(runs))
+		}
 	}
 	cr.Copy = copies / time.Duration(len(all))
 	cr.Warnings = verify(c, all)
@@ -522,8 +595,8 @@ func (r *runner) runCase(ctx context.Context, srv server, c Case) (cr CaseReport
 	return cr
 }
 
-func (r *runner) logPass(e sqlstore.Engine, c Case, p Pass, run int, res PassResult) {
-	label := fmt.Sprintf("%s %s %s", e, c.Name, p)
+func (r *runner) logPass(e sqlstore.Engine, c Case, run int, res PassResult) {
+	label := fmt.Sprintf("%s %s %s", e, c.Name, res.Name())
 	if r.o.Repeat > 1 {
 		label += fmt.Sprintf(" (run %d of %d)", run+1, r.o.Repeat)
 	}
@@ -573,21 +646,24 @@ func (r *runner) listPageSize(c Case) int {
 	return min(1000, max(10, c.Queues/100))
 }
 
-// runPass runs one pass as a child process on the copy dsn.
-func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time, c Case) PassResult {
+// runPass runs one pass as a child process on the copy dsn: a pass of
+// the binary under test bin, or one of the lab's raw bounds.
+func (r *runner) runPass(ctx context.Context, p Pass, bin Binary, dsn string, now time.Time, c Case) PassResult {
 	statsFile := filepath.Join(r.o.Dir, "stats-"+r.id+".json")
 	os.Remove(statsFile)
 	defer os.Remove(statsFile)
 	measured := filepath.Join(r.o.Dir, "measure-"+r.id+".json")
 	at := now.Format(time.RFC3339Nano)
-	args := []string{"run", "--db", dsn, "--progress", "never", "--log-level", "warn", "--now", at, "--stats-json", statsFile}
+	label := bin.Label
+	args := []string{bin.Path, "run", "--db", dsn, "--progress", "never", "--log-level", "warn", "--now", at, "--stats-json", statsFile}
 	switch p {
 	case PassTemporal:
 		args = append(args, "--compat=temporal")
 	case PassPastLiveHead:
 		args = append(args, "--past-live-head")
 	case PassRaw, PassSafeRaw:
-		args = []string{"bench", "raw", "--db", dsn, "--now", at, "--stats-json", statsFile}
+		label = ""
+		args = []string{r.o.Self, "raw", "--db", dsn, "--now", at, "--stats-json", statsFile}
 		if p == PassSafeRaw {
 			args = append(args, "--safe")
 		}
@@ -601,7 +677,9 @@ func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time,
 			args = append(args, "--batch-size", fmt.Sprint(r.o.RawBatchSize))
 		}
 	}
-	return r.child(ctx, p, args, statsFile, measured)
+	res := r.child(ctx, p, args, statsFile, measured)
+	res.Binary = label
+	return res
 }
 
 // verify compares what each pass left and reported with what the case
@@ -609,23 +687,23 @@ func (r *runner) runPass(ctx context.Context, p Pass, dsn string, now time.Time,
 func verify(c Case, passes []PassResult) []string {
 	var ws []string
 	seeded := Rows{Tasks: c.Tasks(), Queues: int64(c.Queues)}
-	sums := map[Rows]map[int64][]Pass{}
+	sums := map[Rows]map[int64][]string{}
 	for _, p := range passes {
 		if p.Err != nil || p.TimedOut {
 			continue
 		}
 		want := c.want(p.Pass)
 		if p.Left != want {
-			ws = append(ws, fmt.Sprintf("%s left %d tasks and %d queues, want %d and %d", p.Pass, p.Left.Tasks, p.Left.Queues, want.Tasks, want.Queues))
+			ws = append(ws, fmt.Sprintf("%s left %d tasks and %d queues, want %d and %d", p.Name(), p.Left.Tasks, p.Left.Queues, want.Tasks, want.Queues))
 		}
 		gone := Rows{Tasks: seeded.Tasks - p.Left.Tasks, Queues: seeded.Queues - p.Left.Queues}
 		if p.Deleted != gone {
-			ws = append(ws, fmt.Sprintf("%s reported deleting %d tasks and %d queues, but %d and %d are gone", p.Pass, p.Deleted.Tasks, p.Deleted.Queues, gone.Tasks, gone.Queues))
+			ws = append(ws, fmt.Sprintf("%s reported deleting %d tasks and %d queues, but %d and %d are gone", p.Name(), p.Deleted.Tasks, p.Deleted.Queues, gone.Tasks, gone.Queues))
 		}
 		if sums[p.Left] == nil {
-			sums[p.Left] = map[int64][]Pass{}
+			sums[p.Left] = map[int64][]string{}
 		}
-		sums[p.Left][p.TaskIDSum] = append(sums[p.Left][p.TaskIDSum], p.Pass)
+		sums[p.Left][p.TaskIDSum] = append(sums[p.Left][p.TaskIDSum], p.Name())
 	}
 	// Passes that left the same counts must have left the same tasks.
 	for left, bySum := range sums {
@@ -672,7 +750,8 @@ func countRows(ctx context.Context, dsn string) (Rows, int64, error) {
 	return r, sum, nil
 }
 
-// child runs one measured pass, args, as a child process and reads the
+// child runs one measured pass, args (the executable and its arguments),
+// as a child process and reads the
 // counts it wrote to statsFile. A pass stopped at Options.PassTimeout is
 // reported as timed out with what it did by then.
 func (r *runner) child(ctx context.Context, p Pass, args []string, statsFile, measured string) PassResult {
@@ -683,7 +762,7 @@ func (r *runner) child(ctx context.Context, p Pass, args []string, statsFile, me
 		defer cancel()
 	}
 	res := PassResult{Pass: p}
-	ch, err := runChild(pctx, r.o.Binary, args, r.o.Env, measured)
+	ch, err := runChild(pctx, r.o.Self, args, r.o.Env, measured)
 	res.Wall, res.MaxRSS = ch.wall, ch.maxRSS
 	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
 		// Stopped at the timeout: what it did by then is still worth

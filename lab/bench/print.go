@@ -33,6 +33,7 @@ func Print(w io.Writer, rep *Report, markdown bool) {
 			continue
 		}
 		printTable(w, er, markdown)
+		printCompare(w, er, markdown)
 		printNotes(w, er, markdown)
 	}
 }
@@ -50,7 +51,7 @@ func printTable(w io.Writer, er EngineReport, markdown bool) {
 				first = false
 			}
 			if p.Err != nil {
-				rows = append(rows, []string{name, size, string(p.Pass), "failed", "", "", "", "", ""})
+				rows = append(rows, []string{name, size, p.Name(), "failed", "", "", "", "", ""})
 				continue
 			}
 			rate, wall, deleted := "—", round(p.Wall).String(), thousands(p.Deleted.Tasks)+" + "+thousands(p.Deleted.Queues)
@@ -60,11 +61,11 @@ func printTable(w io.Writer, er EngineReport, markdown bool) {
 			if p.TimedOut {
 				wall, deleted = "> "+wall, "stopped after "+deleted
 			}
-			r := ratio(&cr, p.Pass)
+			r := ratio(&cr, p.Pass, p.Binary)
 			if cr.Case.Large && p.Pass == PassDefault {
-				r = perRow(er, &cr)
+				r = perRow(er, &cr, p.Binary)
 			}
-			rows = append(rows, []string{name, size, string(p.Pass), wall, rate, deleted, thousands(p.Statements),
+			rows = append(rows, []string{name, size, p.Name(), wall, rate, deleted, thousands(p.Statements),
 				fmt.Sprintf("%.1f MB", mb(p.MaxRSS)), r})
 		}
 		if len(cr.Passes) == 0 {
@@ -88,12 +89,12 @@ func printTable(w io.Writer, er EngineReport, markdown bool) {
 	tw.Flush()
 }
 
-// ratio is the comparison the issue asks for on a pass's row:
-// temporal÷default, default÷raw, and past-live-head÷raw where the
-// default stops at a live head.
-func ratio(cr *CaseReport, p Pass) string {
+// ratio is the comparison on a pass's row: temporal÷default, default÷raw,
+// and past-live-head÷raw where the default stops at a live head, each
+// within the passes of one binary under test, bin.
+func ratio(cr *CaseReport, p Pass, bin string) string {
 	f := func(label string, a, b Pass) string {
-		x, y := cr.find(a), cr.find(b)
+		x, y := cr.find(a, bin), cr.find(b, bin)
 		if x == nil || y == nil || y.Wall <= 0 || x.TimedOut && y.TimedOut {
 			return ""
 		}
@@ -125,8 +126,8 @@ func ratio(cr *CaseReport, p Pass) string {
 // perRow is a large case's figure: the default pass's time per deleted
 // row, and its ratio to all-expired's where that case ran too (the
 // issue's "within 20 %": cost grows linearly with the rows).
-func perRow(er EngineReport, cr *CaseReport) string {
-	p := cr.find(PassDefault)
+func perRow(er EngineReport, cr *CaseReport, bin string) string {
+	p := cr.find(PassDefault, bin)
 	if p == nil || p.TimedOut {
 		return ""
 	}
@@ -136,7 +137,7 @@ func perRow(er EngineReport, cr *CaseReport) string {
 		if base.Case.Name != "all-expired" {
 			continue
 		}
-		if b := base.find(PassDefault); b != nil && !b.TimedOut && nsPerRow(b) > 0 {
+		if b := base.find(PassDefault, bin); b != nil && !b.TimedOut && nsPerRow(b) > 0 {
 			out += fmt.Sprintf(", ÷ all-expired %s's %.0f = %.2f", base.Case.Size(), nsPerRow(b), nsPerRow(p)/nsPerRow(b))
 		}
 	}
@@ -190,10 +191,10 @@ func printNotes(w io.Writer, er EngineReport, markdown bool) {
 		}
 		for _, p := range cr.Passes {
 			if p.Err != nil {
-				fmt.Fprintf(w, "%sFAILED %s %s: %v\n", bullet, cr.Case.Name, p.Pass, p.Err)
+				fmt.Fprintf(w, "%sFAILED %s %s: %v\n", bullet, cr.Case.Name, p.Name(), p.Err)
 			}
 			if p.TimedOut {
-				fmt.Fprintf(w, "%s%s %s was stopped after %s (--pass-timeout)\n", bullet, cr.Case.Name, p.Pass, round(p.Wall))
+				fmt.Fprintf(w, "%s%s %s was stopped after %s (--pass-timeout)\n", bullet, cr.Case.Name, p.Name(), round(p.Wall))
 			}
 		}
 		if cr.Err != nil {

@@ -160,8 +160,13 @@ type LiveFigure struct {
 
 // RunLive runs the live-load benchmark; see LivePhase and LiveOptions.
 func RunLive(ctx context.Context, o Options, lo LiveOptions) (*LiveReport, error) {
-	if o.Binary == "" {
-		return nil, errors.New("bench: no tqscavenger binary to run the passes")
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if len(o.Binaries) > 1 {
+		// Two builds' phases on one machine load would need interleaving
+		// and a table of their own; a run measures one build.
+		return nil, errors.New("bench: the live-load benchmark measures one binary under test at a time")
 	}
 	if len(o.Engines) == 0 {
 		o.Engines = []sqlstore.Engine{sqlstore.SQLite, sqlstore.Postgres, sqlstore.MySQL}
@@ -479,7 +484,7 @@ func (lr *liveRun) pass(ctx context.Context, dsn string, args []string) PassResu
 	os.Remove(statsFile)
 	defer os.Remove(statsFile)
 	measured := filepath.Join(r.o.Dir, "measure-"+r.id+".json")
-	argv := append([]string{"run", "--db", dsn, "--progress", "never", "--log-level", "warn",
+	argv := append([]string{r.o.Binaries[0].Path, "run", "--db", dsn, "--progress", "never", "--log-level", "warn",
 		"--now", lr.now.Format(time.RFC3339Nano), "--stats-json", statsFile}, args...)
 	return r.child(ctx, Pass(strings.Join(append([]string{"run"}, args...), " ")), argv, statsFile, measured)
 }

@@ -87,14 +87,14 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// runChild runs `bin args…` through `bin bench measure` (see Measure) and
+// runChild runs argv (an executable and its arguments) through `self
+// measure` (see Measure), self being the lab's own executable, and
 // returns what it measured. Any exit status but 0 is a failure: 3
 // (complete, but some rows were unreadable) cannot happen on seeded rows.
-func runChild(ctx context.Context, bin string, args, env []string, result string) (child, error) {
+func runChild(ctx context.Context, self string, argv, env []string, result string) (child, error) {
 	os.Remove(result)
 	defer os.Remove(result)
-	argv := append([]string{"bench", "measure", "--result", result, "--", bin}, args...)
-	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd := exec.CommandContext(ctx, self, append([]string{"measure", "--result", result, "--"}, argv...)...)
 	cmd.Env = env
 	var stderr stderrTail
 	cmd.Stderr = &stderr
@@ -115,7 +115,7 @@ func runChild(ctx context.Context, bin string, args, env []string, result string
 	}
 	if err != nil {
 		msg := strings.TrimSpace(string(bytes.ToValidUTF8(stderr.b, nil)))
-		return c, fmt.Errorf("%s %s: %w: %s", bin, strings.Join(redactArgs(args), " "), err, msg)
+		return c, fmt.Errorf("%s: %w: %s", strings.Join(redactArgs(argv), " "), err, msg)
 	}
 	return c, nil
 }
@@ -129,8 +129,9 @@ func redactArgs(args []string) []string {
 	return out
 }
 
-// passStats are the fields of `run --stats-json` (and `bench raw
-// --stats-json`) that the benchmark reads.
+// passStats are the fields of `tqscavenger run --stats-json` (and the
+// lab's `raw --stats-json`) that the benchmark reads: a binary under test
+// must write them.
 type passStats struct {
 	Statements     int64   `json:"statements"`
 	TasksDeleted   int64   `json:"tasks_deleted"`

@@ -9,18 +9,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tqscavenger/tqscavenger/internal/bench"
 	"github.com/tqscavenger/tqscavenger/internal/cli"
 	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/lab/bench"
+	"github.com/tqscavenger/tqscavenger/lab/internal/command"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
-// childVar makes the test binary act as the tqscavenger command, so that
-// the benchmark can run its passes as children without building it.
+// childVar makes the test binary act as the lab's command for the
+// commands the lab runs as its own children (measure, raw), and as the
+// tqscavenger command under test for the others (run), so that the
+// benchmark can run its passes without building either.
 const childVar = "TQS_BENCH_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childVar) == "1" {
+		if len(os.Args) > 1 && (os.Args[1] == "measure" || os.Args[1] == "raw") {
+			os.Exit(command.Main(os.Args[1:], os.Stdout, os.Stderr))
+		}
 		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -42,7 +48,7 @@ func smoke(t *testing.T, e sqlstore.Engine, o bench.Options) (markdown string) {
 		t.Fatal(err)
 	}
 	o.Engines = []sqlstore.Engine{e}
-	o.Binary = exe
+	o.Binaries, o.Self = []bench.Binary{{Path: exe}}, exe
 	o.Env = append(os.Environ(), childVar+"=1")
 	o.Dir = t.TempDir()
 	o.Log = logWriter{t}
@@ -130,6 +136,48 @@ func TestSmokeLarge(t *testing.T) {
 	}
 }
 
+// TestTwoBinaries runs all-expired with two binaries under test, labelled
+// old and new: each of the binaries' passes runs once per binary, the raw
+// bounds once, and the comparison finds the same rows deleted and the
+// same statements (both are this build).
+func TestTwoBinaries(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.SQLite}, Scale: 1000, Cases: []string{"all-expired"},
+		Binaries: []bench.Binary{{Label: "old", Path: exe}, {Label: "new", Path: exe}}, Self: exe,
+		Env: append(os.Environ(), childVar+"=1"), Dir: t.TempDir(), Log: logWriter{t}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	var out bytes.Buffer
+	bench.Print(&out, rep, false)
+	t.Logf("\n%s", out.String())
+	var names []string
+	for _, p := range rep.Engines[0].Cases[0].Passes {
+		names = append(names, p.Name())
+	}
+	if want := "old: default,new: default,old: temporal,new: temporal,raw,safe raw"; strings.Join(names, ",") != want {
+		t.Errorf("passes %q, want %s", names, want)
+	}
+	cs := bench.Compare(rep.Engines[0])
+	if len(cs) != 2 {
+		t.Fatalf("%d comparisons, want 2 (default, temporal)", len(cs))
+	}
+	for _, c := range cs {
+		if len(c.Runs) != 2 || !c.SameDeleted() || !c.SameStatements() || c.Runs[0].Deleted.Tasks != rep.Engines[0].Cases[0].Case.Tasks() {
+			t.Errorf("%s %s: %+v; want two runs deleting every task, equal", c.Case, c.Pass, c.Runs)
+		}
+	}
+	if !strings.Contains(out.String(), "binaries under test compared") || strings.Contains(out.String(), "DIFFER") {
+		t.Errorf("no comparison, or one that differs, in:\n%s", out.String())
+	}
+}
+
 // TestSmokeServers runs the live-head case on PostgreSQL and MariaDB,
 // whose database copies work differently, when their test servers are
 // configured. One case keeps it short under the race detector, where
@@ -162,7 +210,7 @@ func TestLiveLoadSmoke(t *testing.T) {
 	// The limits are a quarter of a default pass's rate, which on so small
 	// a case (a few dozen statements) makes passes of minutes: they stop at
 	// the pass timeout, with their samples kept.
-	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.SQLite}, Scale: 100, Binary: exe, PassTimeout: 10 * time.Second,
+	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.SQLite}, Scale: 100, Binaries: []bench.Binary{{Path: exe}}, Self: exe, PassTimeout: 10 * time.Second,
 		Env: append(os.Environ(), childVar+"=1"), Dir: t.TempDir(), Log: logWriter{t}}
 	lo := bench.LiveOptions{MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, Queues: 8, CapacityFor: 500 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
