@@ -30,7 +30,7 @@ func TestCheckpointResume(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := digest(t, clean)
-				for _, stopAt := range []int{1, 3} {
+				for _, stopAt := range []int{1, 3, 12} {
 					db := testdb.Open(t, e)
 					seedPartitioned(t, db)
 					cfg := partitionConfig(p)
@@ -82,7 +82,7 @@ func TestCheckpointResume(t *testing.T) {
 					if st.QueuesListed != int64(after) {
 						t.Errorf("%s, stopped at checkpoint %d: the resumed pass listed %d queues, want the %d after its positions", p, stopAt, st.QueuesListed, after)
 					}
-					if stopAt > 1 && after >= left {
+					if stopAt == 12 && after >= left { // a checkpoint a queue at a time: the first ones may pass only deleted rows
 						t.Errorf("%s, stopped at checkpoint %d: nothing left before the positions (%d of %d after): the test proves nothing", p, stopAt, after, left)
 					}
 					t.Logf("%s, stopped at checkpoint %d: resumed pass listed %d of the %d queue rows left, examined %d tasks", p, stopAt, st.QueuesListed, left, st.TasksProcessed)

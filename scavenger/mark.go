@@ -14,8 +14,10 @@ import (
 
 // checkpointer keeps the low-water mark of each walk of a pass and hands
 // the pass's Checkpoint to Config.Checkpoint when a mark advances, at most
-// every Config.CheckpointInterval (and at once when a walk is done). A nil
-// checkpointer tracks nothing.
+// every Config.CheckpointInterval (and at once when a walk is done). An
+// advance within the interval of the last write is written when the
+// interval is over, even if nothing moves after it: a position is never
+// held back longer than the interval. A nil checkpointer tracks nothing.
 type checkpointer struct {
 	fn       func(context.Context, Checkpoint) error
 	interval time.Duration
@@ -31,6 +33,12 @@ type checkpointer struct {
 	walks []*walkMark
 	last  time.Time
 	dirty bool
+	// timer writes an advance held back by the interval; stopped says
+	// the pass ended (no timer is armed after it). pending counts the
+	// timers' writes running, for stop to wait on.
+	timer   *time.Timer
+	stopped bool
+	pending sync.WaitGroup
 }
 
 func newCheckpointer(cfg Config, id string) *checkpointer {
@@ -61,11 +69,38 @@ func (c *checkpointer) walk(from WalkPosition) *walkMark {
 func (c *checkpointer) changed(ctx context.Context, now bool) {
 	c.mu.Lock()
 	c.dirty = true
-	due := now || time.Since(c.last) >= c.interval
+	wait := c.interval - time.Since(c.last)
+	due := now || wait <= 0
+	if !due && c.timer == nil && !c.stopped {
+		c.pending.Add(1)
+		c.timer = time.AfterFunc(wait, func() {
+			defer c.pending.Done()
+			c.mu.Lock()
+			c.timer = nil
+			c.mu.Unlock()
+			c.flush(ctx)
+		})
+	}
 	c.mu.Unlock()
 	if due {
 		c.flush(ctx)
 	}
+}
+
+// stop ends the timed writes: none is armed after it, and those running
+// have returned. The pass's last write comes after it (flush).
+func (c *checkpointer) stop() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.stopped = true
+	if c.timer != nil && c.timer.Stop() {
+		c.timer = nil
+		c.pending.Done()
+	}
+	c.mu.Unlock()
+	c.pending.Wait()
 }
 
 // flush writes the current positions if they changed since the last write.
@@ -97,9 +132,12 @@ func (c *checkpointer) flush(ctx context.Context) {
 }
 
 // walkMark is the low-water mark of one walk: the walk reads pages of keys
-// in key order, and its mark passes a page once every job made from the
-// page's rows is done. A failed, deferred or dropped job holds it at the
-// start of its page.
+// in key order, and its mark passes a key once the work of its row is
+// done (for a queue row: its tasks, and its row's delete if it is to go).
+// The mark moves a queue at a time, inside a page and inside a window of
+// queues, so that a pass that dies resumes within one queue of its last
+// checkpoint. A failed, deferred or dropped job holds it at the key before
+// its first unfinished row.
 type walkMark struct {
 	c *checkpointer
 	// pos and pages are guarded by c.mu.
@@ -107,44 +145,74 @@ type walkMark struct {
 	pages []*page
 }
 
-// page is the rows of one listing statement: jobs pending, and the last
-// key once the page is sealed (all its jobs submitted).
+// page is the rows of one listing statement, in key order, and which of
+// them are finished; sealed once every job of the page is submitted.
 type page struct {
-	end     store.QueueKey
-	pending int
-	sealed  bool
+	keys []store.QueueKey
+	done []bool
+	// next is the first key not yet passed by the mark.
+	next   int
+	sealed bool
 }
 
-// open starts a page.
-func (m *walkMark) open() *page {
+// A rowMark is the mark's handle on one listed row: finished passes it.
+// The zero rowMark (no checkpoints) does nothing.
+type rowMark struct {
+	m  *walkMark
+	pg *page
+	i  int
+}
+
+// open starts a page of the rows keys, in key order.
+func (m *walkMark) open(keys []store.QueueKey) *page {
 	if m == nil {
 		return nil
 	}
-	pg := &page{}
+	pg := &page{keys: keys, done: make([]bool, len(keys))}
 	m.c.mu.Lock()
 	m.pages = append(m.pages, pg)
 	m.c.mu.Unlock()
 	return pg
 }
 
-// track wraps j so that its page knows when it is done.
-func (m *walkMark) track(pg *page, j executor.Job) executor.Job {
+// row returns the handle of row i of pg.
+func (m *walkMark) row(pg *page, i int) rowMark {
+	if m == nil {
+		return rowMark{}
+	}
+	return rowMark{m: m, pg: pg, i: i}
+}
+
+// finished says the work of the row is done.
+func (r rowMark) finished(ctx context.Context) {
+	if r.m == nil {
+		return
+	}
+	r.m.c.mu.Lock()
+	r.pg.done[r.i] = true
+	moved := r.m.advance()
+	r.m.c.mu.Unlock()
+	if moved {
+		r.m.c.changed(ctx, false)
+	}
+}
+
+// track wraps j, the job of rows rs, so that they are finished when it is
+// done.
+func (m *walkMark) track(j executor.Job, rs ...rowMark) executor.Job {
 	if m == nil {
 		return j
 	}
-	m.c.mu.Lock()
-	pg.pending++
-	m.c.mu.Unlock()
-	return &trackedJob{Job: j, m: m, pg: pg}
+	return &trackedJob{Job: j, rows: rs}
 }
 
-// seal says that every job of pg is submitted; end is its last key.
-func (m *walkMark) seal(ctx context.Context, pg *page, end store.QueueKey) {
+// seal says that every job of pg is submitted.
+func (m *walkMark) seal(ctx context.Context, pg *page) {
 	if m == nil {
 		return
 	}
 	m.c.mu.Lock()
-	pg.sealed, pg.end = true, end
+	pg.sealed = true
 	moved := m.advance()
 	m.c.mu.Unlock()
 	if moved {
@@ -168,25 +236,23 @@ func (m *walkMark) done(ctx context.Context) {
 	m.c.changed(ctx, true)
 }
 
-func (m *walkMark) jobDone(ctx context.Context, pg *page) {
-	m.c.mu.Lock()
-	pg.pending--
-	moved := m.advance()
-	m.c.mu.Unlock()
-	if moved {
-		m.c.changed(ctx, false)
-	}
-}
-
-// advance moves pos past the finished pages at the head; c.mu is held.
+// advance moves pos past the finished rows at the head, and drops the
+// sealed pages it passed whole; c.mu is held.
 func (m *walkMark) advance() bool {
 	moved := false
-	for len(m.pages) > 0 && m.pages[0].sealed && m.pages[0].pending == 0 {
-		k := m.pages[0].end
-		m.pos.After = &k
+	for len(m.pages) > 0 {
+		pg := m.pages[0]
+		for pg.next < len(pg.keys) && pg.done[pg.next] {
+			k := pg.keys[pg.next]
+			m.pos.After = &k
+			pg.next++
+			moved = true
+		}
+		if !pg.sealed || pg.next < len(pg.keys) {
+			break
+		}
 		m.pages[0] = nil
 		m.pages = m.pages[1:]
-		moved = true
 	}
 	return moved
 }
@@ -201,17 +267,18 @@ func (m *walkMark) snapshot() WalkPosition {
 	return p
 }
 
-// trackedJob is a job whose Done moves its walk's mark.
+// trackedJob is a job whose Done finishes its rows.
 type trackedJob struct {
 	executor.Job
-	m  *walkMark
-	pg *page
+	rows []rowMark
 }
 
 func (j *trackedJob) Run(ctx context.Context) executor.Status {
 	s := j.Job.Run(ctx)
 	if s == executor.Done {
-		j.m.jobDone(ctx, j.pg)
+		for _, r := range j.rows {
+			r.finished(ctx)
+		}
 	}
 	return s
 }

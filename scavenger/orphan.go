@@ -34,9 +34,15 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.Queu
 		if n == 0 {
 			return nil
 		}
-		pg := m.open()
-		for _, ref := range refs {
+		keys := make([]store.QueueKey, len(refs))
+		for i, ref := range refs {
+			keys[i] = ref.QueueKey
+		}
+		pg := m.open(keys)
+		for i, ref := range refs {
+			row := m.row(pg, i)
 			if ref.HasQueueRow || !p.book.namespaceInScope(ref.ID) {
+				row.finished(ctx)
 				continue
 			}
 			parents, orphan, err := p.resolveParents(ctx, t, ref.QueueKey)
@@ -44,14 +50,15 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.Queu
 				return err
 			}
 			if !orphan {
+				row.finished(ctx)
 				continue
 			}
-			if err := p.ex.Submit(ctx, m.track(pg, &orphanJob{p: p, table: t, key: ref.QueueKey, parents: parents})); err != nil {
+			if err := p.ex.Submit(ctx, m.track(&orphanJob{p: p, table: t, key: ref.QueueKey, parents: parents}, row)); err != nil {
 				return err
 			}
 		}
 		k := refs[len(refs)-1].QueueKey
-		m.seal(ctx, pg, k)
+		m.seal(ctx, pg)
 		if !more {
 			return nil
 		}

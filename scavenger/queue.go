@@ -42,6 +42,9 @@ type queueJob struct {
 	behind, stopped bool
 
 	examined, deleted int
+	// row is the walk's mark of this queue's row: finished once its
+	// tasks are done and its row's delete, if any, has run.
+	row rowMark
 }
 
 // subqueue is one subqueue of a queue row, as a pass uses it: the key of
@@ -126,7 +129,7 @@ func (j *queueJob) run(ctx context.Context) executor.Status {
 				return j.fail(ctx, "check the other table version", err)
 			}
 		}
-		j.tryDeleteQueue(ctx, has)
+		return j.doneAfter(j.tryDeleteQueue(ctx, has))
 	}
 	return j.done()
 }
@@ -347,15 +350,15 @@ func (j *queueJob) queueVerdict(otherTasks bool) Verdict {
 // idle for the grace period: see rules.go), fenced on the range_id seen
 // when it was listed. otherTasks: the other table version holds tasks of
 // this queue.
-func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) {
+func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) bool {
 	p := j.p
 	if !j.queueVerdict(otherTasks).Delete() {
-		return
+		return true
 	}
 	tc := p.c.table(j.table)
 	if p.cfg.DryRun {
 		tc.queuesDeleted.Add(1)
-		return
+		return true
 	}
 	n, err := p.deleting(ctx, "delete queue", 1, &p.c.queuesUnknown, false, func() (int64, error) {
 		return p.st.DeleteQueues(ctx, j.table, []store.QueueFence{{QueueKey: j.key, RangeID: j.rangeID}})
@@ -374,7 +377,19 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) {
 		p.cfg.Logger.Debug("queue changed since listed: kept", "table", j.table.String(), "queue", j.key.String(), "name", j.name)
 	default:
 		j.fail(ctx, "delete queue", err)
+		return false
 	}
+	return true
+}
+
+// doneAfter ends the job once its row delete was tried: done, or an error
+// (already recorded) that holds the walk's mark before the row.
+func (j *queueJob) doneAfter(settled bool) executor.Status {
+	s := j.done()
+	if !settled {
+		return executor.Err
+	}
+	return s
 }
 
 func (j *queueJob) done() executor.Status {

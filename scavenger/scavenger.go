@@ -231,6 +231,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	// What the jobs finished since the last checkpoint, for a pass that
 	// ends before it is done; a completed pass's caller clears it.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	p.ckpt.stop()
 	p.ckpt.flush(fctx)
 	cancel()
 	st := s.Stats()
@@ -535,14 +536,21 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.Queue
 		if n == 0 {
 			return nil
 		}
-		pg := m.open()
+		keys := make([]store.QueueKey, len(rows))
+		for i, r := range rows {
+			keys[i] = r.QueueKey
+		}
+		pg := m.open(keys)
 		// In tqscavenger's mode, queues with one subqueue are scavenged a
 		// page at a time by a windowJob; the rest, and every queue in
-		// Temporal's mode, by a queueJob each.
+		// Temporal's mode, by a queueJob each. Each queue moves the
+		// walk's mark when it is finished (a window's queues one by one).
 		var window []*queueJob
-		for _, r := range rows {
+		for i, r := range rows {
 			j := p.newQueueJob(t, r)
+			j.row = m.row(pg, i)
 			if !p.book.inScope(j.key, j.name) {
+				j.row.finished(ctx)
 				continue
 			}
 			p.c.table(t).queuesListed.Add(1)
@@ -550,17 +558,17 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.Queue
 				window = append(window, j)
 				continue
 			}
-			if err := p.ex.Submit(ctx, m.track(pg, j)); err != nil {
+			if err := p.ex.Submit(ctx, m.track(j, j.row)); err != nil {
 				return err
 			}
 		}
 		for _, w := range p.windows(window) {
-			if err := p.ex.Submit(ctx, m.track(pg, p.newWindowJob(t, w))); err != nil {
+			if err := p.ex.Submit(ctx, p.newWindowJob(t, w)); err != nil {
 				return err
 			}
 		}
 		k := rows[len(rows)-1].QueueKey
-		m.seal(ctx, pg, k)
+		m.seal(ctx, pg)
 		if !more {
 			return nil
 		}

@@ -24,8 +24,7 @@ func (j *queueJob) runTemporal(ctx context.Context) executor.Status {
 			return j.fail(ctx, "read tasks", err)
 		}
 		if len(tasks) == 0 {
-			j.tryDeleteQueue(ctx, false)
-			return j.done()
+			return j.doneAfter(j.tryDeleteQueue(ctx, false))
 		}
 		now := p.cfg.Now()
 		for i, task := range tasks {
@@ -43,8 +42,7 @@ func (j *queueJob) runTemporal(ctx context.Context) executor.Status {
 		}
 		j.cursor = &last
 		if len(tasks) < batch {
-			j.tryDeleteQueue(ctx, false)
-			return j.done()
+			return j.doneAfter(j.tryDeleteQueue(ctx, false))
 		}
 	}
 	return executor.Defer

@@ -3,6 +3,7 @@ package scavenger
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tqscavenger/tqscavenger/executor"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -32,10 +33,17 @@ type windowJob struct {
 	// pending are the deletes still running, oldest first (see
 	// startDelete).
 	pending []pendingDelete
+	// rowsDue are the processed queues left empty, whose rows may be due
+	// for deletion; rowsAt is when rows were last deleted. Rows go at the
+	// window's end, and with checkpoints also every
+	// Config.CheckpointInterval, so that the walk's mark, which stays
+	// before a row until its delete has run, moves inside the window.
+	rowsDue []*queueJob
+	rowsAt  time.Time
 }
 
 func (p *pass) newWindowJob(t store.Table, queues []*queueJob) *windowJob {
-	return &windowJob{p: p, table: t, queues: queues, pos: store.TaskPos{Queue: queues[0].key, Task: store.MinTaskKey}}
+	return &windowJob{p: p, table: t, queues: queues, pos: store.TaskPos{Queue: queues[0].key, Task: store.MinTaskKey}, rowsAt: time.Now()}
 }
 
 // queueOf returns the window's queue with key k, or nil: a key between
@@ -68,7 +76,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			return err
 		})
 		if err != nil {
-			if derr := w.settle(0); derr != nil {
+			if derr := w.settle(ctx, 0); derr != nil {
 				return w.fail(ctx, "delete tasks", derr)
 			}
 			return w.fail(ctx, "scan tasks", err)
@@ -116,10 +124,15 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			return w.fail(ctx, "delete tasks", err)
 		}
 		if len(rows) < batch {
-			if err := w.settle(0); err != nil {
+			if err := w.settle(ctx, 0); err != nil {
 				return w.fail(ctx, "delete tasks", err)
 			}
 			return w.finish(ctx)
+		}
+		if w.p.ckpt != nil && len(w.rowsDue) > 0 && time.Since(w.rowsAt) >= p.cfg.CheckpointInterval {
+			if err := w.deleteRows(ctx); err != nil {
+				return w.fail(ctx, "delete queues", err)
+			}
 		}
 		if skipped*2 > len(rows) {
 			w.size = max(16, batch/4)
@@ -133,8 +146,14 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			w.pos.Task = store.MaxTaskKey
 		}
 	}
-	if err := w.settle(0); err != nil {
+	if err := w.settle(ctx, 0); err != nil {
 		return w.fail(ctx, "delete tasks", err)
+	}
+	if w.p.ckpt != nil {
+		// Before it waits its turn again: the mark may pass what is done.
+		if err := w.deleteRows(ctx); err != nil {
+			return w.fail(ctx, "delete queues", err)
+		}
 	}
 	return executor.Defer
 }
@@ -164,10 +183,10 @@ func (w *windowJob) startDelete(ctx context.Context, d *deletePlan) error {
 			return err
 		}
 		// Rows come in key order: the queues before qi have no rows left.
-		w.processed(w.qi)
+		w.processed(ctx, w.qi)
 		return nil
 	}
-	if err := w.settle(w.p.pipeline - 1); err != nil {
+	if err := w.settle(ctx, w.p.pipeline-1); err != nil {
 		return err
 	}
 	pd := pendingDelete{done: make(chan error, 1), qi: w.qi}
@@ -179,7 +198,7 @@ func (w *windowJob) startDelete(ctx context.Context, d *deletePlan) error {
 // settle waits until at most keep of the window's deletes are running,
 // oldest first, and counts the queues each finished. If one failed it
 // waits for them all and returns its error.
-func (w *windowJob) settle(keep int) error {
+func (w *windowJob) settle(ctx context.Context, keep int) error {
 	for len(w.pending) > keep {
 		pd := w.pending[0]
 		w.pending = w.pending[1:]
@@ -190,7 +209,7 @@ func (w *windowJob) settle(keep int) error {
 			w.pending = nil
 			return err
 		}
-		w.processed(pd.qi)
+		w.processed(ctx, pd.qi)
 	}
 	return nil
 }
@@ -270,14 +289,32 @@ func (w *windowJob) delete(ctx context.Context, d *deletePlan) error {
 	return nil
 }
 
-// finish deletes the window's queues that are now empty and idle, in one
-// statement, and ends the job.
+// finish deletes the window's queues that are now empty and idle and
+// ends the job.
 func (w *windowJob) finish(ctx context.Context) executor.Status {
+	w.processed(ctx, len(w.queues))
+	if err := w.deleteRows(ctx); err != nil {
+		return w.fail(ctx, "delete queues", err)
+	}
+	return executor.Done
+}
+
+// deleteRows deletes, in one statement, the rows of the queues in rowsDue
+// the rule book lets go, fenced on the range_id each was listed with, and
+// finishes their marks. A queue whose other table version cannot be
+// checked is kept and its mark held.
+func (w *windowJob) deleteRows(ctx context.Context) error {
 	p := w.p
-	var fences []store.QueueFence
-	for _, q := range w.queues {
+	due := w.rowsDue
+	w.rowsDue, w.rowsAt = nil, time.Now()
+	var (
+		fences []store.QueueFence
+		fenced []*queueJob
+	)
+	for _, q := range due {
 		// The other table is read only for a queue that may go.
 		if !q.queueVerdict(false).Delete() {
+			q.row.finished(ctx)
 			continue
 		}
 		if q.otherHasTasks {
@@ -287,39 +324,51 @@ func (w *windowJob) finish(ctx context.Context) executor.Status {
 				continue
 			}
 			if !q.queueVerdict(has).Delete() {
+				q.row.finished(ctx)
 				continue
 			}
 		}
 		fences = append(fences, store.QueueFence{QueueKey: q.key, RangeID: q.rangeID})
+		fenced = append(fenced, q)
+	}
+	if len(fences) == 0 {
+		return nil
 	}
 	tc := p.c.table(w.table)
-	if len(fences) > 0 {
-		n := int64(len(fences))
-		if !p.cfg.DryRun {
-			var err error
-			n, err = p.deleting(ctx, "delete queues", n, &p.c.queuesUnknown, false, func() (int64, error) {
-				return p.st.DeleteQueues(ctx, w.table, fences)
-			})
-			if err != nil {
-				tc.queuesDeleted.Add(n)
-				return w.fail(ctx, "delete queues", err)
-			}
+	n := int64(len(fences))
+	if !p.cfg.DryRun {
+		var err error
+		n, err = p.deleting(ctx, "delete queues", n, &p.c.queuesUnknown, false, func() (int64, error) {
+			return p.st.DeleteQueues(ctx, w.table, fences)
+		})
+		if err != nil {
+			tc.queuesDeleted.Add(n)
+			return err
 		}
-		tc.queuesDeleted.Add(n)
-		// The others changed since they were listed: a matching host
-		// owns them.
-		p.c.queuesKept.Add(int64(len(fences)) - n)
 	}
-	w.processed(len(w.queues))
-	return executor.Done
+	tc.queuesDeleted.Add(n)
+	// The others changed since they were listed: a matching host
+	// owns them.
+	p.c.queuesKept.Add(int64(len(fences)) - n)
+	for _, q := range fenced {
+		q.row.finished(ctx)
+	}
+	return nil
 }
 
 // processed counts the window's queues before n as processed, once each.
-// A queue is processed when its tasks are done; its row, if it is left
-// empty and idle, goes in the page's queue delete at the end.
-func (w *windowJob) processed(n int) {
+// A queue is processed when its tasks are done; if it is left empty its
+// row may be due for deletion (deleteRows), and its mark waits for it;
+// otherwise its mark passes it now.
+func (w *windowJob) processed(ctx context.Context, n int) {
 	for ; w.counted < n; w.counted++ {
-		w.queues[w.counted].done()
+		q := w.queues[w.counted]
+		q.done()
+		if q.nonEmpty {
+			q.row.finished(ctx)
+			continue
+		}
+		w.rowsDue = append(w.rowsDue, q)
 	}
 }
 
