@@ -1,9 +1,12 @@
 package scavenger_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,5 +264,44 @@ func TestLockLostStopsThePass(t *testing.T) {
 	}
 	if st.TasksDeleted != 0 {
 		t.Errorf("%d tasks deleted after the lock was lost", st.TasksDeleted)
+	}
+}
+
+// TestCancelWithCauseInterrupted: a pass whose caller cancels it is
+// interrupted, logged at info, whatever the cause the caller gives (the
+// Temporal SDK cancels an activity with a cause of its own: a
+// CanceledError, "worker is now shutdown"); a lost lock stays failed
+// (TestLockLostStopsThePass).
+func TestCancelWithCauseInterrupted(t *testing.T) {
+	for name, cause := range map[string]error{
+		"context.Canceled":      context.Canceled,
+		"a cause of the caller": errors.New("worker is now shutdown"),
+		"a wrapped cancel":      fmt.Errorf("canceled: %w", errors.New("workflow cancelled")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := testdb.Open(t, sqlstore.SQLite)
+			mustSeed(t, db, seed.Spec{Queues: 20, TasksPerQueue: 10, Expired: 1, IdleAge: 72 * time.Hour})
+			started := make(chan struct{})
+			var logs bytes.Buffer
+			cfg := baseConfig()
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			cfg.Middleware = []store.Middleware{blockReads(started)}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan struct{})
+			var (
+				st  scavenger.Stats
+				err error
+			)
+			go func() { defer close(done); st, err = scavenger.New(db, cfg).Run(ctx) }()
+			recv(t, started, "the pass reading tasks")
+			cancel(cause)
+			recv(t, done, "the pass to stop")
+			if st.Outcome != scavenger.Interrupted || !errors.Is(err, cause) {
+				t.Errorf("outcome %s, err %v: want interrupted with the cause", st.Outcome, err)
+			}
+			if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "level=INFO msg=\"scavenger pass interrupted\"") {
+				t.Errorf("logs:\n%s\nwant the pass interrupted at info, no error", logs.String())
+			}
+		})
 	}
 }
