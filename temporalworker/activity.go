@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -25,6 +26,10 @@ const (
 	ErrTypeLockHeld       = "TqsLockHeld"       // another pass holds an overlapping range: retried
 	ErrTypeUnavailable    = "TqsUnavailable"    // the database cannot be reached: retried
 	ErrTypePassFailed     = "TqsPassFailed"     // the pass failed (failed jobs, a lost lock): retried
+	// ErrTypeWorkerShutdown: the worker stopped the partition at a clean
+	// point as it shut down; retried at once on another worker, from the
+	// final heartbeat.
+	ErrTypeWorkerShutdown = "TqsWorkerShutdown"
 )
 
 // nonRetryable lists the error types the workflow's retry policy does not
@@ -46,15 +51,65 @@ type PartitionInput struct {
 // what was decided about a row, each before every unfinished or deferred
 // job, so that a retry resuming from it redoes at most work that is safe
 // to redo and skips none.
+//
+// Heartbeats of builds before ProgressVersion 2 carry no Version,
+// ThisAttempt, Earlier or Final: a retry reads their Counted as the work of
+// every attempt up to theirs, with an unknown tail (see resumeFrom).
 type Progress struct {
+	Version    int   `json:"version,omitempty"`
 	Partition  int   `json:"partition"`
 	Partitions int   `json:"partitions"`
 	Attempt    int32 `json:"attempt"`
 	// Checkpoint is the pass's positions; nil before the first.
 	Checkpoint *scavenger.Checkpoint `json:"checkpoint,omitempty"`
 	// Counted is the work of every attempt so far, each earlier one up to
-	// its last heartbeat.
+	// its last heartbeat: the sum of Earlier and ThisAttempt.
 	Counted Totals `json:"counted"`
+	// ThisAttempt is this attempt's exact counts at this heartbeat.
+	ThisAttempt Totals `json:"this_attempt"`
+	// Earlier are the attempts before this one, each as its last
+	// heartbeat recorded it.
+	Earlier []AttemptTotals `json:"earlier,omitempty"`
+	// Final: the attempt's pass had ended when it recorded this: it did
+	// nothing after it.
+	Final bool `json:"final,omitempty"`
+}
+
+// ProgressVersion is the Progress layout this build writes.
+const ProgressVersion = 2
+
+// AttemptTotals are one attempt's counts as its last heartbeat recorded
+// them.
+type AttemptTotals struct {
+	Attempt int32 `json:"attempt"`
+	// From, when set, is the first of the attempts From..Attempt these
+	// totals cover together (a heartbeat of an older build).
+	From   int32  `json:"from,omitempty"`
+	Totals Totals `json:"totals"`
+	// TailUnknown: the attempt may have done work after its last
+	// heartbeat (it was killed or timed out): that work is done but not
+	// counted.
+	TailUnknown bool `json:"tail_unknown,omitempty"`
+}
+
+// String names the attempt(s).
+func (a AttemptTotals) String() string {
+	if a.From > 0 && a.From != a.Attempt {
+		return fmt.Sprintf("attempts %d-%d", a.From, a.Attempt)
+	}
+	return fmt.Sprintf("attempt %d", a.Attempt)
+}
+
+// resumeFrom returns the earlier attempts that the last heartbeat last
+// records, its own attempt last: one of this build, or of a build before
+// ProgressVersion 2 (its Counted, covering every attempt up to its own,
+// their tail unknown: the work they did after it is redone or left).
+func resumeFrom(last Progress) []AttemptTotals {
+	if last.Version < 2 {
+		return []AttemptTotals{{Attempt: last.Attempt, From: 1, Totals: last.Counted, TailUnknown: true}}
+	}
+	out := append([]AttemptTotals(nil), last.Earlier...)
+	return append(out, AttemptTotals{Attempt: last.Attempt, Totals: last.ThisAttempt, TailUnknown: !last.Final})
 }
 
 // PartitionResult is how one partition of a pass ended.
@@ -76,11 +131,31 @@ type PartitionResult struct {
 	// heartbeat. Rows an earlier attempt examined past its last mark are
 	// examined again, and counted twice; a delete is never redone (the row
 	// is gone), so the deletes an earlier attempt made past its last
-	// heartbeat are not counted: TasksDeleted may fall short of the rows
-	// really deleted, never exceed them. Totals is their sum.
+	// heartbeat are not counted. Totals is their sum.
 	ThisAttempt     Totals `json:"this_attempt"`
 	EarlierAttempts Totals `json:"earlier_attempts"`
 	Totals          Totals `json:"totals"`
+	// Attempts are the earlier attempts one by one, as their last
+	// heartbeat recorded them.
+	Attempts []AttemptTotals `json:"attempts,omitempty"`
+	// UnknownTails names the attempts that may have worked after their
+	// last heartbeat (killed, timed out). LowerBound is set exactly when
+	// there is one: the deletes of Totals may then fall short of the rows
+	// really deleted, never exceed them; otherwise they are exact.
+	UnknownTails []string `json:"unknown_tails,omitempty"`
+	LowerBound   bool     `json:"lower_bound"`
+}
+
+// setEarlier records the earlier attempts in r.
+func (r *PartitionResult) setEarlier(earlier []AttemptTotals) {
+	r.Attempts, r.EarlierAttempts, r.UnknownTails = earlier, Totals{}, nil
+	for _, a := range earlier {
+		r.EarlierAttempts.Add(a.Totals)
+		if a.TailUnknown {
+			r.UnknownTails = append(r.UnknownTails, a.String())
+		}
+	}
+	r.LowerBound = len(r.UnknownTails) > 0
 }
 
 // Activities holds the partition activity of a worker connected to one
@@ -92,6 +167,12 @@ type Activities struct {
 	// Middleware wraps the store of every pass, as
 	// scavenger.Config.Middleware: for tests and embedders.
 	Middleware []store.Middleware
+	// ShutdownTimeout is how long a partition may go on once its worker
+	// begins to stop: its statements in flight may finish, none starts,
+	// then they are cancelled. Default DefaultShutdownTimeout. The
+	// worker's WorkerStopTimeout must be longer (WorkerOptions), so that
+	// the attempt's end is reported before the worker lets go.
+	ShutdownTimeout time.Duration
 }
 
 // ScavengePartition scavenges one partition of a pass. It checks that its
@@ -137,7 +218,7 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	}
 	defer lock.Unlock()
 
-	p := Progress{Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}
+	p := Progress{Version: ProgressVersion, Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}
 	if activity.HasHeartbeatDetails(ctx) {
 		var last Progress
 		switch err := activity.GetHeartbeatDetails(ctx, &last); {
@@ -147,13 +228,14 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 			log.Warn("heartbeat details of another partition: the partition starts from its first hash",
 				"recorded", fmt.Sprintf("%d/%d", last.Partition, last.Partitions))
 		default:
-			res.EarlierAttempts = last.Counted
+			p.Earlier = resumeFrom(last)
 			if last.Checkpoint != nil {
 				p.Checkpoint = last.Checkpoint
 				res.Resumed, res.ResumedFrom = true, last.Checkpoint.Walks
 			}
 		}
 	}
+	res.setEarlier(p.Earlier)
 	p.Counted = res.EarlierAttempts
 
 	cfg.Logger = log
@@ -161,13 +243,16 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	cfg.Middleware = a.Middleware
 	hb := newHeartbeater(ctx, p, hbInterval(info.HeartbeatTimeout))
 	defer hb.stop()
-	var sc *scavenger.Scavenger
 	cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error {
-		hb.advance(cp, res.EarlierAttempts, sc.Stats())
+		hb.advance(&cp)
 		return nil
 	}
 	cfg.Resume = p.Checkpoint
-	sc = scavenger.New(a.DB.Store(), cfg)
+	stop := newStopper(ctx, a.shutdownTimeout(), log)
+	defer stop.close()
+	sc := scavenger.New(a.DB.Store(), cfg)
+	hb.watch(sc)
+	stop.watch(sc)
 	st, err := sc.Run(ctx)
 	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
 		// Written under other settings, or against another database's
@@ -176,6 +261,8 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 		res.Resumed, res.ResumedFrom = false, nil
 		cfg.Resume = nil
 		sc = scavenger.New(a.DB.Store(), cfg)
+		hb.watch(sc)
+		stop.watch(sc)
 		st, err = sc.Run(ctx)
 	}
 	res.ThisAttempt.addStats(st)
@@ -183,32 +270,130 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	res.Totals = res.EarlierAttempts
 	res.Totals.Add(res.ThisAttempt)
 	res.Outcome = string(st.Outcome)
-	if err != nil {
-		if errors.Is(ctx.Err(), context.Canceled) {
-			// A CanceledError is reported as a cancellation and never
-			// retried; its details are the last progress.
-			log.Info("partition cancelled")
-			return res, temporal.NewCanceledError(hb.progress())
+	if err == nil {
+		if res.Resumed {
+			log.Info("partition completed after resuming", "tasks_processed_this_attempt", res.ThisAttempt.TasksProcessed,
+				"tasks_processed_earlier", res.EarlierAttempts.TasksProcessed)
 		}
-		if ctx.Err() != nil {
-			// Timed out: Temporal retries it, from the last heartbeat.
-			log.Warn("partition timed out", "err", err)
-			return res, ctx.Err()
+		return res, nil
+	}
+	// The attempt's last heartbeat: its position and exact counts, with
+	// nothing done after it. The SDK sends it before it reports the
+	// attempt's end. (Not after a timeout: the server no longer takes
+	// it, and keeps the last one before, the attempt's tail unknown.)
+	if ctx.Err() == nil || errors.Is(ctx.Err(), context.Canceled) {
+		hb.final(res.ThisAttempt)
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case stop.stopped() || errors.Is(cause, worker.ErrWorkerShutdown):
+		// The worker is shutting down: a retryable failure, so that the
+		// next attempt starts on another worker after the retry policy's
+		// initial interval, from the final heartbeat, instead of after the
+		// heartbeat timeout.
+		log.Info("partition interrupted: the worker is stopping", "outcome", res.Outcome,
+			"queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
+		return res, temporal.NewApplicationErrorWithOptions("partition interrupted: the worker is stopping", ErrTypeWorkerShutdown,
+			temporal.ApplicationErrorOptions{Cause: err, Details: []any{hb.progress()}})
+	case errors.Is(ctx.Err(), context.Canceled):
+		// Cancelled by the workflow, whatever the cause the SDK gives (a
+		// CanceledError, or NotFound once the activity is gone): reported
+		// as a cancellation and never retried; its details are the last
+		// progress.
+		log.Info("partition cancelled", "outcome", res.Outcome, "queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
+		return res, temporal.NewCanceledError(hb.progress())
+	case ctx.Err() != nil:
+		// Timed out: Temporal retries it, from the last heartbeat.
+		log.Warn("partition timed out", "err", err)
+		return res, ctx.Err()
+	}
+	log.Error("partition failed", "err", err)
+	return res, classify(err, hb.progress())
+}
+
+// DefaultShutdownTimeout is Activities.ShutdownTimeout's default.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// shutdownTimeout is Activities.ShutdownTimeout or its default.
+func (a *Activities) shutdownTimeout() time.Duration {
+	if a.ShutdownTimeout > 0 {
+		return a.ShutdownTimeout
+	}
+	return DefaultShutdownTimeout
+}
+
+// stopper stops a partition's pass at a clean point when its worker
+// starts to stop (activity.GetWorkerStopChannel): no statement starts
+// after it, those in flight may finish within the shutdown timeout, then
+// they are cancelled (scavenger.Scavenger.Shutdown).
+type stopper struct {
+	mu     sync.Mutex
+	sc     *scavenger.Scavenger
+	closed bool
+	quit   chan struct{}
+	done   chan struct{}
+	// fired is closed once the worker began to stop.
+	fired chan struct{}
+}
+
+func newStopper(ctx context.Context, timeout time.Duration, log *slog.Logger) *stopper {
+	s := &stopper{quit: make(chan struct{}), done: make(chan struct{}), fired: make(chan struct{})}
+	workerStop := activity.GetWorkerStopChannel(ctx)
+	go func() {
+		defer close(s.done)
+		select {
+		case <-s.quit:
+			return
+		case <-workerStop:
 		}
-		log.Error("partition failed", "err", err)
-		return res, classify(err)
+		close(s.fired)
+		log.Info("worker stopping: the partition stops at a clean point", "shutdown_timeout", timeout)
+		sctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		s.mu.Lock()
+		sc := s.sc
+		s.closed = true
+		s.mu.Unlock()
+		if sc != nil {
+			_ = sc.Shutdown(sctx) // Run reports how it ended
+		}
+	}()
+	return s
+}
+
+// watch makes sc the pass to stop; if the worker is already stopping, sc
+// is stopped at once (a Run after Shutdown returns at once).
+func (s *stopper) watch(sc *scavenger.Scavenger) {
+	s.mu.Lock()
+	s.sc = sc
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = sc.Shutdown(ctx)
 	}
-	if res.Resumed {
-		log.Info("partition completed after resuming", "tasks_processed_this_attempt", res.ThisAttempt.TasksProcessed,
-			"tasks_processed_earlier", res.EarlierAttempts.TasksProcessed)
+}
+
+// stopped reports whether the worker began to stop.
+func (s *stopper) stopped() bool {
+	select {
+	case <-s.fired:
+		return true
+	default:
+		return false
 	}
-	return res, nil
+}
+
+func (s *stopper) close() {
+	close(s.quit)
+	<-s.done
 }
 
 // classify turns a pass's or a database's error into the activity's:
 // non-retryable where retrying cannot help, retryable otherwise (bounded
 // by the activity's retry policy).
-func classify(err error) error {
+func classify(err error, details ...any) error {
 	var typ string
 	retry := true
 	var jf *scavenger.JobsFailedError
@@ -229,10 +414,10 @@ func classify(err error) error {
 		// Unreachable, transient, or unknown: worth another attempt.
 		typ = ErrTypeUnavailable
 	}
-	if !retry {
-		return temporal.NewNonRetryableApplicationError(err.Error(), typ, nil)
-	}
-	return temporal.NewApplicationErrorWithCause(err.Error(), typ, err)
+	// The details carry the attempt's final progress, for the workflow's
+	// totals if this is the last attempt.
+	return temporal.NewApplicationErrorWithOptions(err.Error(), typ, temporal.ApplicationErrorOptions{
+		NonRetryable: !retry, Cause: err, Details: details})
 }
 
 // refusedOnly reports whether every failed job failed because the
@@ -259,20 +444,24 @@ func hbInterval(timeout time.Duration) time.Duration {
 }
 
 // heartbeater records the partition's progress as a heartbeat whenever
-// its checkpoint advances and every interval in between (with the counts
-// of the moment), so that a slow statement does not time the activity out
-// and a cancellation reaches it.
+// its checkpoint advances and every interval in between, each with this
+// attempt's counts of the moment, so that a slow statement does not time
+// the activity out, a cancellation reaches it, and a retry knows what
+// this attempt did up to its last record. (The worker's
+// MaxHeartbeatThrottleInterval decides how often the SDK sends them: see
+// WorkerOptions.)
 type heartbeater struct {
 	ctx  context.Context
 	mu   sync.Mutex
 	p    Progress
+	sc   *scavenger.Scavenger // the running pass, for its counts
 	quit chan struct{}
 	done chan struct{}
 }
 
 func newHeartbeater(ctx context.Context, p Progress, every time.Duration) *heartbeater {
 	h := &heartbeater{ctx: ctx, p: p, quit: make(chan struct{}), done: make(chan struct{})}
-	h.record()
+	h.record(nil, false)
 	go func() {
 		defer close(h.done)
 		t := time.NewTicker(every)
@@ -284,27 +473,62 @@ func newHeartbeater(ctx context.Context, p Progress, every time.Duration) *heart
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				h.record()
+				h.record(nil, false)
 			}
 		}
 	}()
 	return h
 }
 
-func (h *heartbeater) record() {
+// watch makes sc the pass whose counts go in each heartbeat.
+func (h *heartbeater) watch(sc *scavenger.Scavenger) {
+	h.mu.Lock()
+	h.sc = sc
+	h.mu.Unlock()
+}
+
+// record records the progress with cp as its checkpoint (nil: the last)
+// and the counts of the moment.
+func (h *heartbeater) record(cp *scavenger.Checkpoint, final bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.p.Final {
+		return // nothing happens after the final record
+	}
+	if cp != nil {
+		h.p.Checkpoint = cp
+	}
+	if h.sc != nil && !final {
+		var t Totals
+		st := h.sc.Stats()
+		t.addStats(st)
+		t.Dropped = st.Dropped
+		h.setThisAttempt(t)
+	}
+	h.p.Final = final
 	activity.RecordHeartbeat(h.ctx, h.p)
 }
 
+// setThisAttempt sets this attempt's counts and the sum; h.mu is held.
+func (h *heartbeater) setThisAttempt(t Totals) {
+	h.p.ThisAttempt = t
+	h.p.Counted = Totals{}
+	for _, a := range h.p.Earlier {
+		h.p.Counted.Add(a.Totals)
+	}
+	h.p.Counted.Add(t)
+}
+
 // advance records a new checkpoint, with the counts so far.
-func (h *heartbeater) advance(cp scavenger.Checkpoint, earlier Totals, st scavenger.Stats) {
+func (h *heartbeater) advance(cp *scavenger.Checkpoint) { h.record(cp, false) }
+
+// final records the attempt's last progress, its pass ended with the
+// counts t: the SDK sends it before it reports the attempt's end.
+func (h *heartbeater) final(t Totals) {
 	h.mu.Lock()
-	h.p.Checkpoint = &cp
-	h.p.Counted = earlier
-	h.p.Counted.addStats(st)
+	h.setThisAttempt(t)
 	h.mu.Unlock()
-	h.record()
+	h.record(nil, true)
 }
 
 func (h *heartbeater) progress() Progress {

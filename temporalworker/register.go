@@ -3,6 +3,7 @@ package temporalworker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
@@ -44,4 +45,34 @@ func StartPass(ctx context.Context, c client.Client, id, taskQueue string, d Pas
 		return nil, fmt.Errorf("start pass %s: %w", id, err)
 	}
 	return run, nil
+}
+
+// HeartbeatThrottle is the longest the SDK holds a partition's heartbeat
+// before it sends it (worker.Options.MaxHeartbeatThrottleInterval): a
+// heartbeat carries the checkpoint, written at most every second
+// (scavenger.DefaultCheckpointInterval), and the SDK's own bound, 0.8 ×
+// the heartbeat timeout up to 60 s, would leave a killed attempt's last
+// recorded position up to a minute behind its work.
+const HeartbeatThrottle = time.Second
+
+// stopMargin is how much longer than the partitions' shutdown timeout
+// the worker waits for its activities: the time to record the final
+// heartbeat and report the attempt's end. The SDK cancels the context
+// it reports with when WorkerStopTimeout is over; an end reported after
+// it is lost, and the server retries only after the heartbeat timeout.
+const stopMargin = 15 * time.Second
+
+// WorkerOptions returns the options of a worker that runs at most
+// maxPartitions partition activities at once and gives them shutdown on
+// a stop (Activities.ShutdownTimeout, 0: the default): a WorkerStopTimeout
+// longer than it, and heartbeats sent within HeartbeatThrottle.
+func WorkerOptions(maxPartitions int, shutdown time.Duration) worker.Options {
+	if shutdown <= 0 {
+		shutdown = DefaultShutdownTimeout
+	}
+	return worker.Options{
+		MaxConcurrentActivityExecutionSize: maxPartitions,
+		WorkerStopTimeout:                  shutdown + stopMargin,
+		MaxHeartbeatThrottleInterval:       HeartbeatThrottle,
+	}
 }

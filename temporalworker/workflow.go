@@ -1,6 +1,7 @@
 package temporalworker
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,12 +22,18 @@ const ErrTypePassIncomplete = "TqsPassIncomplete"
 type PassResult struct {
 	// Outcome is "completed" when every partition completed (or
 	// completed with bad rows), "failed" otherwise.
-	Outcome    string            `json:"outcome"`
-	Failed     int               `json:"failed_partitions"`
-	Totals     Totals            `json:"totals"`
-	Partitions []PartitionResult `json:"partitions"`
-	Started    time.Time         `json:"started"`
-	Elapsed    time.Duration     `json:"elapsed"`
+	Outcome string `json:"outcome"`
+	Failed  int    `json:"failed_partitions"`
+	Totals  Totals `json:"totals"`
+	// LowerBound is set exactly when some attempt may have worked after
+	// its last heartbeat (UnknownTails names them, "partition 1 attempt
+	// 2"): the deletes of Totals may then fall short of the rows really
+	// deleted, never exceed them. Otherwise they are exact.
+	LowerBound   bool              `json:"lower_bound"`
+	UnknownTails []string          `json:"unknown_tails,omitempty"`
+	Partitions   []PartitionResult `json:"partitions"`
+	Started      time.Time         `json:"started"`
+	Elapsed      time.Duration     `json:"elapsed"`
 }
 
 // PassWorkflow makes one pass as d.Partitions partition activities in
@@ -54,6 +61,9 @@ func PassWorkflow(ctx workflow.Context, d PassDescription) (PassResult, error) {
 			NonRetryableErrorTypes: nonRetryable,
 		},
 	})
+	// Version 1 counts what every attempt of a failed partition did, up to
+	// its last heartbeat, and names the attempts whose tail is unknown.
+	honest := workflow.GetVersion(ctx, "honest-totals", workflow.DefaultVersion, 1) >= 1
 	log := workflow.GetLogger(ctx)
 	log.Info("pass started", "partitions", d.Partitions, "database", d.DatabaseIdentity)
 	futures := make([]workflow.Future, d.Partitions)
@@ -68,12 +78,21 @@ func PassWorkflow(ctx workflow.Context, d PassDescription) (PassResult, error) {
 		if err != nil {
 			r := scavenger.Partition{Index: i, Count: d.Partitions}.Range()
 			pr = PartitionResult{Partition: i, Range: r.String(), Outcome: "failed", Error: err.Error()}
+			if honest {
+				lastProgress(err, &pr)
+			}
 			res.Failed++
 			if firstErr == nil {
 				firstErr = err
 			}
 		}
 		res.Totals.Add(pr.Totals)
+		if honest {
+			for _, u := range pr.UnknownTails {
+				res.UnknownTails = append(res.UnknownTails, fmt.Sprintf("partition %d %s", i, u))
+			}
+			res.LowerBound = len(res.UnknownTails) > 0
+		}
 		res.Partitions = append(res.Partitions, pr)
 	}
 	res.Elapsed = workflow.Now(ctx).Sub(started)
@@ -94,6 +113,35 @@ func PassWorkflow(ctx workflow.Context, d PassDescription) (PassResult, error) {
 			"dry_run", true, "would_delete_tasks", w.Tasks, "would_delete_queues", w.Queues)
 		return res, nil
 	}
-	log.Info("pass completed", "tasks_deleted", res.Totals.TasksDeleted, "queues_deleted", res.Totals.QueuesDeleted)
+	log.Info("pass completed", "tasks_deleted", res.Totals.TasksDeleted, "queues_deleted", res.Totals.QueuesDeleted,
+		"lower_bound", res.LowerBound, "unknown_tails", res.UnknownTails)
 	return res, nil
+}
+
+// lastProgress fills the counts of a partition that ended in err from the
+// last progress its attempts recorded: the details of its last attempt's
+// error (a failure, a cancellation) or, when it timed out, its last
+// heartbeat.
+func lastProgress(err error, pr *PartitionResult) {
+	var (
+		p  Progress
+		ok bool
+		ae *temporal.ApplicationError
+		ce *temporal.CanceledError
+		te *temporal.TimeoutError
+	)
+	switch {
+	case errors.As(err, &ae) && ae.HasDetails():
+		ok = ae.Details(&p) == nil
+	case errors.As(err, &ce) && ce.HasDetails():
+		ok = ce.Details(&p) == nil
+	case errors.As(err, &te) && te.HasLastHeartbeatDetails():
+		ok = te.LastHeartbeatDetails(&p) == nil
+	}
+	if !ok || p.Partitions == 0 {
+		return
+	}
+	pr.Attempt = p.Attempt
+	pr.setEarlier(resumeFrom(p))
+	pr.Totals = pr.EarlierAttempts
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,7 +321,8 @@ func TestCancellationStopsThePass(t *testing.T) {
 	var env *testsuite.TestWorkflowEnvironment
 	var once sync.Once
 	stopped := make(chan error, 1)
-	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{hook(func(ctx context.Context, _ store.Table, after *store.QueueKey) error {
+	var logs syncBuffer
+	acts := &Activities{DB: d, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Middleware: []store.Middleware{hook(func(ctx context.Context, _ store.Table, after *store.QueueKey) error {
 		first := false
 		once.Do(func() { first = true })
 		if !first {
@@ -350,5 +353,10 @@ func TestCancellationStopsThePass(t *testing.T) {
 	case <-unlocked:
 	case <-time.After(time.Minute):
 		t.Fatal("the partition's lock is still held a minute after cancellation")
+	}
+	// The SDK cancels with a cause of its own (here NotFound): still an
+	// interruption, at info.
+	if out := logs.String(); strings.Contains(out, "level=ERROR") || !strings.Contains(out, `msg="scavenger pass interrupted"`) {
+		t.Errorf("logs:\n%s\nwant the pass interrupted at info, no error", out)
 	}
 }

@@ -1,0 +1,242 @@
+package temporalworker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// syncBuffer is a log sink safe for the activity's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// activityEnv returns a test activity environment running acts'
+// partition activity, its heartbeats sent to beats.
+func activityEnv(t *testing.T, acts *Activities, beats *[]Progress, mu *sync.Mutex) *testsuite.TestActivityEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivityWithOptions(acts.ScavengePartition, activity.RegisterOptions{Name: PartitionActivityName})
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var p Progress
+		if err := details.Get(&p); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		*beats = append(*beats, p)
+		mu.Unlock()
+	})
+	return env
+}
+
+// TestWorkerStopHandsOver: when the worker begins to stop, the running
+// partition stops at once at a clean point (the statement in flight
+// finishes, no other starts), records a final heartbeat with its position
+// and exact counts, releases its lock and fails retryably (type
+// TqsWorkerShutdown), logged at info: the server retries it on another
+// worker after the retry policy's initial interval instead of after the
+// heartbeat timeout. Today's build ran the pass on to its end.
+func TestWorkerStopHandsOver(t *testing.T) {
+	db := seeded(t)
+	unlocked := make(chan struct{})
+	d := &lockSpy{Database: newDatabase(t, db), unlocked: unlocked}
+	stop := make(chan struct{})
+	var lists atomic.Int32
+	var logs syncBuffer
+	acts := &Activities{DB: d, Logger: slog.New(slog.NewTextHandler(&logs, nil)), ShutdownTimeout: time.Minute,
+		Middleware: []store.Middleware{hook(func(ctx context.Context, tb store.Table, after *store.QueueKey) error {
+			if lists.Add(1) == 3 {
+				close(stop) // SIGTERM while this listing statement runs: it finishes
+			}
+			return nil
+		})}}
+	var (
+		beats []Progress
+		mu    sync.Mutex
+	)
+	env := activityEnv(t, acts, &beats, &mu)
+	env.SetWorkerStopChannel(stop)
+	desc := describe(t, d, 1)
+	desc.ListPageSize = 10
+	_, err := env.ExecuteActivity(PartitionActivityName, PartitionInput{Pass: desc})
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != ErrTypeWorkerShutdown || ae.NonRetryable() {
+		t.Fatalf("activity error %v: want a retryable %s", err, ErrTypeWorkerShutdown)
+	}
+	select {
+	case <-unlocked:
+	default:
+		t.Error("the partition's lock is still held after it returned")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := beats[len(beats)-1]
+	if !last.Final || last.Checkpoint == nil || last.Version != ProgressVersion {
+		t.Fatalf("last heartbeat %+v: want the final one, with its checkpoint", last)
+	}
+	var details Progress
+	if !ae.HasDetails() || ae.Details(&details) != nil || details.ThisAttempt != last.ThisAttempt {
+		t.Errorf("error details %+v: want the final progress %+v", details, last)
+	}
+	if n := lists.Load(); n != 3 {
+		t.Errorf("%d listing statements: want none after the stop (3)", n)
+	}
+	if last.ThisAttempt.QueuesListed == 0 || last.ThisAttempt.QueuesListed >= 100 {
+		t.Errorf("the attempt listed %d of the 100 queues before it stopped: want some, not all", last.ThisAttempt.QueuesListed)
+	}
+	out := logs.String()
+	if strings.Contains(out, "level=ERROR") || !strings.Contains(out, "partition interrupted: the worker is stopping") {
+		t.Errorf("logs:\n%s\nwant the partition interrupted at info, no error", out)
+	}
+}
+
+// TestWorkerOptionsHandOver: the worker waits for its partitions longer
+// than their shutdown timeout (else the SDK cancels the context the
+// attempt's end is reported with, and the server retries only after the
+// heartbeat timeout), and sends heartbeats within a second.
+func TestWorkerOptionsHandOver(t *testing.T) {
+	for _, shutdown := range []time.Duration{0, time.Second, 30 * time.Second, 10 * time.Minute} {
+		o := WorkerOptions(3, shutdown)
+		want := shutdown
+		if want == 0 {
+			want = DefaultShutdownTimeout
+		}
+		if o.WorkerStopTimeout <= want || o.MaxHeartbeatThrottleInterval != HeartbeatThrottle || o.MaxConcurrentActivityExecutionSize != 3 {
+			t.Errorf("shutdown %s: options %+v: want WorkerStopTimeout beyond %s, heartbeats within %s", shutdown, o, want, HeartbeatThrottle)
+		}
+	}
+}
+
+// TestHeartbeatOfOlderBuild: a heartbeat written by the build before
+// ProgressVersion 2 (testdata/progress-1fcb34f.json, captured from it)
+// still decodes; a retry reading it counts its attempts' work up to it,
+// names them as of unknown tail, and calls its totals a lower bound.
+func TestHeartbeatOfOlderBuild(t *testing.T) {
+	raw, err := os.ReadFile("testdata/progress-1fcb34f.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Progress
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Checkpoint == nil || len(p.Checkpoint.Walks) != 4 || p.Checkpoint.Walks[1].After == nil || p.Counted.TasksDeleted != 2300 {
+		t.Fatalf("decoded %+v: the checkpoint or counts were lost", p)
+	}
+	earlier := resumeFrom(p)
+	want := []AttemptTotals{{Attempt: 2, From: 1, Totals: p.Counted, TailUnknown: true}}
+	if len(earlier) != 1 || earlier[0] != want[0] {
+		t.Fatalf("earlier attempts %+v, want %+v", earlier, want)
+	}
+
+	// Through the activity: the old checkpoint is of another database,
+	// so the partition starts afresh, and its result counts the old
+	// attempts' work as a lower bound.
+	db := seeded(t)
+	d := newDatabase(t, db)
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		beats []Progress
+		mu    sync.Mutex
+	)
+	env := activityEnv(t, &Activities{DB: d, Logger: quiet()}, &beats, &mu)
+	env.SetHeartbeatDetails(generic)
+	v, err := env.ExecuteActivity(PartitionActivityName, PartitionInput{Pass: describe(t, d, 3), Partition: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res PartitionResult
+	if err := v.Get(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.LowerBound || len(res.UnknownTails) != 1 || res.UnknownTails[0] != "attempts 1-2" ||
+		res.EarlierAttempts != p.Counted || res.Totals.TasksDeleted != p.Counted.TasksDeleted+res.ThisAttempt.TasksDeleted {
+		t.Errorf("result %+v: want the old attempts' counts added, named as unknown tails, a lower bound", res)
+	}
+}
+
+// TestTotalsExactAfterRetry: a partition whose first attempt fails (a
+// retryable error) after part of its work records a final heartbeat, so
+// the retry's result counts both attempts exactly: the tasks and queue
+// rows deleted are those really deleted (a clean pass's), and the totals
+// are not a lower bound. A partition that fails for good still brings
+// its attempts' work into the pass's totals.
+func TestTotalsExactAfterRetry(t *testing.T) {
+	for _, maxAttempts := range []int{3, 1} {
+		db := seeded(t)
+		d := newDatabase(t, db)
+		var v1Pages atomic.Int32
+		acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{hook(func(ctx context.Context, tb store.Table, after *store.QueueKey) error {
+			if tb == store.V1 && activity.GetInfo(ctx).Attempt == 1 && v1Pages.Add(1) == 4 {
+				return errors.New("statement failed (injected)")
+			}
+			return nil
+		})}}
+		env := newEnv(t, acts)
+		desc := describe(t, d, 1)
+		desc.ListPageSize = 10
+		desc.MaxAttempts = maxAttempts
+		env.ExecuteWorkflow(PassWorkflow, desc)
+		var res PassResult
+		werr := env.GetWorkflowError()
+		if maxAttempts > 1 {
+			if werr != nil {
+				t.Fatal(werr)
+			}
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			var ae *temporal.ApplicationError
+			if !errors.As(werr, &ae) || ae.Type() != ErrTypePassIncomplete || ae.Details(&res) != nil {
+				t.Fatalf("workflow error %v: want %s with the pass result", werr, ErrTypePassIncomplete)
+			}
+		}
+		clean, _ := cleanPass(t, desc)
+		pr := res.Partitions[0]
+		if maxAttempts > 1 {
+			if pr.Attempt != 2 || len(pr.Attempts) != 1 || pr.Attempts[0].TailUnknown || pr.Attempts[0].Totals.TasksDeleted == 0 {
+				t.Fatalf("partition %+v: want attempt 2 after a first one of known tail that deleted tasks", pr)
+			}
+			if res.Totals.TasksDeleted != clean.TasksDeleted || res.Totals.QueuesDeleted != clean.QueuesDeleted || res.LowerBound || pr.LowerBound {
+				t.Errorf("totals: %d tasks and %d queues deleted (lower bound %t); a clean pass deletes %d and %d: want exactly that",
+					res.Totals.TasksDeleted, res.Totals.QueuesDeleted, res.LowerBound, clean.TasksDeleted, clean.QueuesDeleted)
+			}
+			continue
+		}
+		if res.Totals.TasksDeleted == 0 || res.Totals.TasksDeleted >= clean.TasksDeleted || res.LowerBound {
+			t.Errorf("failed pass: %d tasks deleted (lower bound %t), a whole pass %d: want the failed attempt's work, exact", res.Totals.TasksDeleted, res.LowerBound, clean.TasksDeleted)
+		}
+	}
+}
