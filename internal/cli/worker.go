@@ -98,7 +98,7 @@ func workerFlags(g *flagGroups) runFunc {
 	g.Pace.IntVar(&maxActivities, "max-partitions", 2, "partition activities this worker runs at once")
 	durationVar(g.Pace, &stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
 	g.Pace.IntVar(&maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL, shared by the worker's activities (default "+fmt.Sprint(storeDefaults.MaxConns)+"; SQLite uses one)")
-	durationVar(g.Daemon, &stopTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running partitions may go on before they are cancelled (their heartbeat holds their position)")
+	durationVar(g.Daemon, &stopTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running partitions may go on to a clean stop before their statements are cancelled; they then hand over to another worker from their final heartbeat")
 	lf.register(g.Output)
 	configFlag(g.Other)
 	return func(ctx context.Context, inv *invocation) error {
@@ -132,11 +132,12 @@ func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags
 		return err
 	}
 	defer c.Close()
-	w := worker.New(c, tf.taskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize: maxActivities,
-		WorkerStopTimeout:                  stopTimeout,
-	})
-	temporalworker.Register(w, &temporalworker.Activities{DB: d, Logger: log})
+	// On SIGTERM each partition stops at a clean point within
+	// stopTimeout, records its final heartbeat and reports its end, and
+	// only then does the worker stop and the client close (deferred):
+	// the next attempt starts on another worker at once.
+	w := worker.New(c, tf.taskQueue, temporalworker.WorkerOptions(maxActivities, stopTimeout))
+	temporalworker.Register(w, &temporalworker.Activities{DB: d, Logger: log, ShutdownTimeout: stopTimeout})
 	log.Info("worker started", "db", db.DSN().String(), "database_identity", id,
 		"temporal", tf.cfg.Address, "temporal_namespace", tf.cfg.Namespace, "task_queue", tf.taskQueue)
 	stop := make(chan any)
