@@ -73,6 +73,10 @@ type Report struct {
 type Options struct {
 	Now   time.Time     // default time.Now()
 	Grace time.Duration // default 48h
+	// UnsafeShortGrace allows a Grace under scavenger.MinGrace in the
+	// mode dry runs, as scavenger.Config.UnsafeShortGrace: for a copy of
+	// a database no Temporal server uses.
+	UnsafeShortGrace bool
 	// Tables to inventory; default all present.
 	Tables []store.Table
 	// PageSize for listing and reading. Default 1000.
@@ -282,7 +286,7 @@ func (r *Report) dryRuns(ctx context.Context, st store.Store, o Options) error {
 	for _, m := range modes {
 		cfg := m.cfg
 		cfg.DryRun = true
-		cfg.Grace = o.Grace
+		cfg.Grace, cfg.UnsafeShortGrace = o.Grace, o.UnsafeShortGrace
 		cfg.Now = func() time.Time { return o.Now }
 		cfg.Logger = slog.New(slog.DiscardHandler)
 		if cfg.Compat == "" {

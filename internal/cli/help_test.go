@@ -199,3 +199,20 @@ func TestOutputJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestReportUnsafeShortGrace: report takes --unsafe-short-grace, as run
+// does: a grace under the minimum is refused without it (status 2, the
+// flag named), and reported with it.
+func TestReportUnsafeShortGrace(t *testing.T) {
+	setEnv(t, nil)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	if code, out, errOut := tqs("seed", "--db", db, "--queues", "2", "--tasks", "3"); code != 0 {
+		t.Fatalf("seed: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := tqs("report", "--db", db, "--grace", "10s"); code != cli.ExitUsage || !strings.Contains(errOut, "--unsafe-short-grace") {
+		t.Errorf("report --grace 10s: exit %d, %s: want %d naming --unsafe-short-grace", code, errOut, cli.ExitUsage)
+	}
+	if code, out, errOut := tqs("report", "--db", db, "--grace", "10s", "--unsafe-short-grace"); code != 0 || !strings.Contains(out, "all rules") {
+		t.Errorf("report --grace 10s --unsafe-short-grace: exit %d\n%s%s", code, out, errOut)
+	}
+}

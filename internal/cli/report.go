@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/report"
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -14,6 +15,7 @@ func reportFlags(g *flagGroups) runFunc {
 		cf                  connFlags
 		now, tables, output string
 		asJSON, modes       bool
+		unsafeGrace         bool
 		grace               time.Duration
 	)
 	cf.register(g.Conn)
@@ -21,6 +23,7 @@ func reportFlags(g *flagGroups) runFunc {
 	g.Scope.StringVar(&now, "now", "", "pretend the time is this RFC 3339 instant")
 	durationVar(g.Scope, &grace, "grace", 0, "idle time that makes a queue deletable (default "+shortDuration(defaults.Grace)+")")
 	g.Scope.StringVar(&tables, "tables", "all", "table versions: v1, v2 or all")
+	g.Scope.BoolVar(&unsafeGrace, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+" in the mode dry runs, as run's: only for a copy of a database no Temporal server uses")
 	outputFlag(g.Output, &output, "text (tables) or json")
 	g.Output.BoolVar(&asJSON, "json", false, "same as --output json")
 	return func(ctx context.Context, inv *invocation) error {
@@ -33,7 +36,7 @@ func reportFlags(g *flagGroups) runFunc {
 		if err := checkOutput(output); err != nil {
 			return err
 		}
-		o := report.Options{Grace: grace, Modes: modes}
+		o := report.Options{Grace: grace, UnsafeShortGrace: unsafeGrace, Modes: modes}
 		if now != "" {
 			t, err := time.Parse(time.RFC3339Nano, now)
 			if err != nil {
@@ -43,6 +46,9 @@ func reportFlags(g *flagGroups) runFunc {
 		}
 		if grace < 0 {
 			return usagef("--grace %s: must not be negative", grace)
+		}
+		if err := (scavenger.Config{Grace: grace, UnsafeShortGrace: unsafeGrace}).Validate(); err != nil {
+			return usageError{err} // a grace under the minimum, without --unsafe-short-grace
 		}
 		db, info, err := cf.openChecked(ctx, inv, storeOptionsReadOnly(), stderrWarn(inv.env, "report"))
 		if err != nil {
