@@ -8,6 +8,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 )
@@ -100,12 +101,29 @@ func CreateSchedule(ctx context.Context, c client.Client, s ScheduleSpec) error 
 // UpdateSchedule replaces the spec, action and overlap policy of the
 // schedule s.ID, keeping its state (paused or not) and history.
 func UpdateSchedule(ctx context.Context, c client.Client, s ScheduleSpec) error {
-	s = s.withDefaults()
-	if err := s.validate(); err != nil {
-		return err
+	return ModifySchedule(ctx, c, s.ID, func(ScheduleSpec) (ScheduleSpec, error) { return s, nil })
+}
+
+// ModifySchedule changes the schedule id to what change makes of it:
+// change gets the schedule as it is (its interval, jitter, task queue and
+// pass description) and returns the new one, in one update guarded by the
+// schedule's conflict token. The state (paused or not) and history stay.
+func ModifySchedule(ctx context.Context, c client.Client, id string, change func(old ScheduleSpec) (ScheduleSpec, error)) error {
+	if id == "" {
+		id = DefaultScheduleID
 	}
-	h := c.ScheduleClient().GetHandle(ctx, s.ID)
+	h := c.ScheduleClient().GetHandle(ctx, id)
 	err := h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		old := specOf(id, &in.Description)
+		s, err := change(old)
+		if err != nil {
+			return nil, err
+		}
+		s.ID = id
+		s = s.withDefaults()
+		if err := s.validate(); err != nil {
+			return nil, err
+		}
 		sch := in.Description.Schedule
 		spec := s.spec()
 		sch.Spec = &spec
@@ -117,9 +135,51 @@ func UpdateSchedule(ctx context.Context, c client.Client, s ScheduleSpec) error 
 		return &client.ScheduleUpdate{Schedule: &sch}, nil
 	}})
 	if err != nil {
-		return fmt.Errorf("update schedule %s: %w", s.ID, err)
+		return fmt.Errorf("update schedule %s: %w", id, notFound(ctx, h, id, err))
 	}
 	return nil
+}
+
+// specOf reads the ScheduleSpec of a schedule's description; a field it
+// cannot read is left zero.
+func specOf(id string, d *client.ScheduleDescription) ScheduleSpec {
+	s := ScheduleSpec{ID: id}
+	if sp := d.Schedule.Spec; sp != nil {
+		if len(sp.Intervals) > 0 {
+			s.Every = sp.Intervals[0].Every
+		}
+		s.Jitter = sp.Jitter
+	}
+	if st := d.Schedule.State; st != nil {
+		s.Paused = st.Paused
+	}
+	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+		s.TaskQueue = a.TaskQueue
+		if len(a.Args) == 1 {
+			if p, ok := a.Args[0].(*commonpb.Payload); ok {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &s.Pass)
+			}
+		}
+	}
+	return s
+}
+
+// ErrScheduleNotFound is wrapped by the errors of the schedule functions
+// when the schedule does not exist (or was deleted).
+var ErrScheduleNotFound = errors.New("the schedule does not exist")
+
+// notFound returns err, or ErrScheduleNotFound if the schedule is gone:
+// Temporal answers a second delete with "workflow execution already
+// completed", which tells an operator nothing.
+func notFound(ctx context.Context, h client.ScheduleHandle, id string, err error) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return fmt.Errorf("%w: %s", ErrScheduleNotFound, id)
+	}
+	if _, derr := h.Describe(ctx); errors.As(derr, &nf) {
+		return fmt.Errorf("%w: %s", ErrScheduleNotFound, id)
+	}
+	return err
 }
 
 // ScheduleState is what DescribeSchedule reports.
@@ -206,8 +266,9 @@ func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
 	if id == "" {
 		return errors.New("delete schedule: no id")
 	}
-	if err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx); err != nil {
-		return fmt.Errorf("delete schedule %s: %w", id, err)
+	h := c.ScheduleClient().GetHandle(ctx, id)
+	if err := h.Delete(ctx); err != nil {
+		return fmt.Errorf("delete schedule %s: %w", id, notFound(ctx, h, id, err))
 	}
 	return nil
 }

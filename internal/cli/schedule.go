@@ -8,9 +8,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tqscavenger/tqscavenger/temporalworker"
@@ -46,6 +51,7 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 		var tf temporalFlags
 		var spec temporalworker.ScheduleSpec
 		var identity string
+		var replace bool
 		var partitions, attempts int
 		var hbTimeout, partTimeout, cpEvery time.Duration
 		cf.register(g.Conn)
@@ -62,6 +68,9 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 		durationVar(s, &partTimeout, "partition-timeout", temporalworker.DefaultPartitionTimeout, "bound on one attempt of a partition activity")
 		s.IntVar(&attempts, "max-attempts", temporalworker.DefaultMaxAttempts, "attempts of a partition activity before the pass fails")
 		durationVar(s, &cpEvery, "checkpoint-interval", 0, "how often at most a partition activity heartbeats its position while it advances (default "+shortDuration(defaults.CheckpointInterval)+")")
+		if sub == "update" {
+			s.BoolVar(&replace, "replace", false, "take the whole new description: every setting not given falls back to its default (without it, only the settings given change)")
+		}
 		lf.register(g.Output)
 		configFlag(g.Other)
 		for name := range notScheduled {
@@ -84,7 +93,11 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 			if err != nil {
 				return err
 			}
-			if identity == "" {
+			// An update that changes neither keeps the schedule's database.
+			merge := sub == "update" && !replace
+			connSet := false
+			g.Conn.VisitAll(func(f *pflag.Flag) { connSet = connSet || inv.origins[f.Name].layer != fromDefault })
+			if identity == "" && (!merge || connSet) {
 				log, err := lf.logger(inv.stderr)
 				if err != nil {
 					return err
@@ -103,27 +116,138 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 			spec.Pass = temporalworker.Describe(cfg, time.Time{}, partitions, identity)
 			spec.Pass.HeartbeatTimeout, spec.Pass.PartitionTimeout, spec.Pass.MaxAttempts = hbTimeout, partTimeout, attempts
 			spec.Pass.CheckpointInterval = cpEvery
-			if err := spec.Pass.Validate(); err != nil {
-				return usageError{err}
+			if !merge {
+				if err := spec.Pass.Validate(); err != nil {
+					return usageError{err}
+				}
 			}
 			c, err := tf.dial(ctx, inv.env, &lf)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			if sub == "create" {
+			var changed []string
+			switch {
+			case sub == "create":
 				err = temporalworker.CreateSchedule(ctx, c, spec)
-			} else {
+			case replace:
 				err = temporalworker.UpdateSchedule(ctx, c, spec)
+			default:
+				set := func(name string) bool { return inv.origins[name].layer != fromDefault }
+				given := spec
+				err = temporalworker.ModifySchedule(ctx, c, spec.ID, func(old temporalworker.ScheduleSpec) (temporalworker.ScheduleSpec, error) {
+					spec, changed = mergeSchedule(old, given, set)
+					return spec, nil
+				})
 			}
 			if err != nil {
+				if errors.Is(err, temporalworker.ErrBadDescription) {
+					return usageError{err}
+				}
 				return err
 			}
-			fmt.Fprintf(inv.stdout, "schedule %s %sd: a pass of %d partition(s) every %s (jitter %s, overlap skip) on task queue %s, for database %s\n",
-				spec.ID, sub, partitions, shortDuration(spec.Every), shortDuration(spec.Jitter), spec.TaskQueue, identity)
+			verb := sub + "d"
+			if merge {
+				verb = "updated (" + strings.Join(changed, ", ") + " changed; the rest kept from the schedule)"
+				if len(changed) == 0 {
+					verb = "updated (nothing changed: no setting given)"
+				}
+			} else if replace {
+				verb = "replaced"
+			}
+			fmt.Fprintf(inv.stdout, "schedule %s %s: a pass of %d partition(s) every %s (jitter %s, overlap skip) on task queue %s, for database %s\n",
+				spec.ID, verb, spec.Pass.Partitions, shortDuration(spec.Every), shortDuration(spec.Jitter), spec.TaskQueue, spec.Pass.DatabaseIdentity)
 			return nil
 		}
 	}
+}
+
+// scheduleSettings are the settings of a schedule and its pass that
+// schedule update changes when a layer sets their flag (command line,
+// environment or config file: what `config` shows with a source other than
+// default), each copying its field from the new spec to the old one.
+var scheduleSettings = map[string]func(dst *temporalworker.ScheduleSpec, src temporalworker.ScheduleSpec){
+	"every":               func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Every = s.Every },
+	"jitter":              func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Jitter = s.Jitter },
+	"temporal-task-queue": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.TaskQueue = s.TaskQueue },
+	"database-identity": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.DatabaseIdentity = s.Pass.DatabaseIdentity
+	},
+	"partitions": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.Partitions = s.Pass.Partitions
+	},
+	"heartbeat-timeout": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.HeartbeatTimeout = s.Pass.HeartbeatTimeout
+	},
+	"partition-timeout": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.PartitionTimeout = s.Pass.PartitionTimeout
+	},
+	"max-attempts": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.MaxAttempts = s.Pass.MaxAttempts
+	},
+	"checkpoint-interval": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.CheckpointInterval = s.Pass.CheckpointInterval
+	},
+	"compat":  func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Compat = s.Pass.Compat },
+	"dry-run": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.DryRun = s.Pass.DryRun },
+	"grace":   func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Grace = s.Pass.Grace },
+	"unsafe-short-grace": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.UnsafeShortGrace = s.Pass.UnsafeShortGrace
+	},
+	"tables": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Tables = s.Pass.Tables },
+	"namespace": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.Namespaces = s.Pass.Namespaces
+	},
+	"queue": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.QueueGlob = s.Pass.QueueGlob
+	},
+	"protect": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.ProtectedPrefixes = s.Pass.ProtectedPrefixes
+	},
+	"past-live-head": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.PastLiveHead = s.Pass.PastLiveHead
+	},
+	"below-ack-level": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.BelowAckLevel = s.Pass.BelowAckLevel
+	},
+	"orphans": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Orphans = s.Pass.Orphans },
+	"workers": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Workers = s.Pass.Workers },
+	"list-page-size": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.ListPageSize = s.Pass.ListPageSize
+	},
+	"task-batch-size": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.TaskBatchSize = s.Pass.TaskBatchSize
+	},
+	"tasks-per-job": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.TasksPerJob = s.Pass.TasksPerJob
+	},
+	"max-deletes-per-second": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.MaxDeletesPerSecond = s.Pass.MaxDeletesPerSecond
+	},
+	"max-statements-per-second": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.MaxStatementsPerSecond = s.Pass.MaxStatementsPerSecond
+	},
+}
+
+// mergeSchedule returns old with the settings whose flag is set (set)
+// taken from new, and the names of those settings, sorted. A database
+// identity read from the database the connection flags name counts as
+// set.
+func mergeSchedule(old, new temporalworker.ScheduleSpec, set func(flag string) bool) (temporalworker.ScheduleSpec, []string) {
+	out := old
+	out.Pass.Namespaces = slices.Clone(old.Pass.Namespaces)
+	var changed []string
+	for _, name := range slices.Sorted(maps.Keys(scheduleSettings)) {
+		isSet := set(name)
+		if name == "database-identity" {
+			isSet = new.Pass.DatabaseIdentity != "" && new.Pass.DatabaseIdentity != old.Pass.DatabaseIdentity
+		}
+		if isSet {
+			scheduleSettings[name](&out, new)
+			changed = append(changed, name)
+		}
+	}
+	return out, changed
 }
 
 // scheduleByIDFlags are describe's, trigger's and delete's: the schedule

@@ -1,0 +1,81 @@
+//go:build !tqs_notemporal
+
+package cli
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tqscavenger/tqscavenger/temporalworker"
+)
+
+// TestScheduleUpdateMerges: schedule update takes from the new
+// description only the settings some layer set, and keeps the others from
+// the schedule (today's build replaced the whole pass: --past-live-head and
+// a rate limit not repeated fell back to their defaults).
+func TestScheduleUpdateMerges(t *testing.T) {
+	old := temporalworker.ScheduleSpec{ID: "tqs", TaskQueue: "q1", Every: time.Hour, Jitter: time.Minute,
+		Pass: temporalworker.PassDescription{DatabaseIdentity: "postgres:db1", Partitions: 3, PastLiveHead: true,
+			MaxDeletesPerSecond: 500, Grace: 72 * time.Hour, Namespaces: []string{"ns-a"}, MaxAttempts: 4}}
+	given := temporalworker.ScheduleSpec{ID: "tqs", TaskQueue: temporalworker.DefaultTaskQueue, Every: temporalworker.DefaultEvery, Jitter: temporalworker.DefaultJitter,
+		Pass: temporalworker.PassDescription{Partitions: 5, Grace: 96 * time.Hour, MaxAttempts: temporalworker.DefaultMaxAttempts}}
+	for _, tc := range []struct {
+		name    string
+		set     []string
+		want    func(s *temporalworker.ScheduleSpec)
+		changed []string
+	}{
+		{"nothing given", nil, func(*temporalworker.ScheduleSpec) {}, nil},
+		{"grace and partitions", []string{"grace", "partitions"}, func(s *temporalworker.ScheduleSpec) {
+			s.Pass.Grace, s.Pass.Partitions = 96*time.Hour, 5
+		}, []string{"grace", "partitions"}},
+		{"a rule turned off", []string{"past-live-head"}, func(s *temporalworker.ScheduleSpec) { s.Pass.PastLiveHead = false }, []string{"past-live-head"}},
+		{"interval", []string{"every"}, func(s *temporalworker.ScheduleSpec) { s.Every = temporalworker.DefaultEvery }, []string{"every"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := old
+			want.Pass.Namespaces = []string{"ns-a"}
+			tc.want(&want)
+			set := map[string]bool{}
+			for _, n := range tc.set {
+				set[n] = true
+			}
+			got, changed := mergeSchedule(old, given, func(n string) bool { return set[n] })
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(changed, tc.changed) {
+				t.Errorf("merged %+v (changed %v)\nwant   %+v (changed %v)", got, changed, want, tc.changed)
+			}
+		})
+	}
+	// A database identity read from the connection flags counts as set.
+	g := given
+	g.Pass.DatabaseIdentity = "postgres:db2"
+	if got, changed := mergeSchedule(old, g, func(string) bool { return false }); got.Pass.DatabaseIdentity != "postgres:db2" || !reflect.DeepEqual(changed, []string{"database-identity"}) {
+		t.Errorf("identity: %s (changed %v)", got.Pass.DatabaseIdentity, changed)
+	}
+}
+
+// TestScheduleUpdateCoversEveryFlag: every flag of schedule update that
+// describes the schedule or its pass is one update merges, so that no
+// flag given to update is silently dropped.
+func TestScheduleUpdateCoversEveryFlag(t *testing.T) {
+	fs := pflag.NewFlagSet("update", pflag.ContinueOnError)
+	g := newFlagGroups(fs)
+	scheduleWriteFlags("update")(g)
+	notPass := map[string]bool{"schedule-id": true, "paused": true, "replace": true}
+	for _, set := range []*pflag.FlagSet{g.Scope, g.Pace, g.Schedule} {
+		set.VisitAll(func(f *pflag.Flag) {
+			if _, ok := notScheduled[f.Name]; ok || notPass[f.Name] {
+				return
+			}
+			if _, ok := scheduleSettings[f.Name]; !ok {
+				t.Errorf("--%s: schedule update does not merge it", f.Name)
+			}
+		})
+	}
+	if _, ok := scheduleSettings["temporal-task-queue"]; !ok {
+		t.Error("--temporal-task-queue: schedule update does not merge it")
+	}
+}
