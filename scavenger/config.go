@@ -299,6 +299,9 @@ func (c Config) Validate() error {
 	if c.Grace < 0 || c.RetryFor < 0 {
 		return fmt.Errorf("grace and retry budget must not be negative")
 	}
+	if err := c.checkRanges(); err != nil {
+		return err
+	}
 	if c.MaxDeletesPerSecond < 0 || c.MaxStatementsPerSecond < 0 {
 		return fmt.Errorf("rate limits must not be negative")
 	}

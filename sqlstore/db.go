@@ -57,6 +57,12 @@ type Options struct {
 	// workflows take longer (see groupCommit).
 	WriteTxBudget time.Duration
 
+	// ConnectTimeout bounds each new connection to PostgreSQL or MySQL,
+	// handshake and login included, so that a server that accepts TCP
+	// and never answers fails the open (ErrUnavailable) instead of
+	// hanging it. Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+
 	// TLS, if set, makes every connection to PostgreSQL or MySQL use TLS
 	// with these settings (and never fall back to plain text). The DSN
 	// must then hold no TLS parameters of its own (PostgreSQL's sslmode,
@@ -64,6 +70,25 @@ type Options struct {
 	// errors say, in a *TLSError, when the handshake failed on the
 	// certificates.
 	TLS *TLS
+}
+
+// DefaultConnectTimeout is Options.ConnectTimeout's default.
+const DefaultConnectTimeout = 10 * time.Second
+
+// MaxMaxConns caps Options.MaxConns: each connection is a server
+// session and a socket.
+const MaxMaxConns = 1024
+
+// Validate refuses options out of their ranges: a negative duration, or
+// MaxConns negative or over MaxMaxConns. Zero means the default.
+func (o Options) Validate() error {
+	if o.MaxConns < 0 || o.MaxConns > MaxMaxConns {
+		return fmt.Errorf("max conns %d: use 1 to %d (or 0 for the default)", o.MaxConns, MaxMaxConns)
+	}
+	if o.StatementTimeout < 0 || o.BusyTimeout < 0 || o.WriteTxBudget < 0 || o.ConnectTimeout < 0 {
+		return errors.New("statement, busy, connect timeouts and the write transaction budget must not be negative")
+	}
+	return nil
 }
 
 // WithDefaults returns o with its zero fields set to their defaults: the
@@ -74,6 +99,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	return o
 }
@@ -200,6 +228,9 @@ func New(ctx context.Context, e Engine, c driver.Connector, opts Options) (*DB, 
 // newDB makes a store of engine e on c. A nil dsn means the caller built
 // c: the store learns its DSN from its connections.
 func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn *DSN) (*DB, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	opts = opts.WithDefaults()
 	s := &DB{dsn: DSN{Engine: e}, opts: opts, stmts: make(map[string]*sql.Stmt), connector: c}
 	s.stmtTimeout.Store(int64(opts.StatementTimeout))
@@ -214,8 +245,12 @@ func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn 
 		}
 	case Postgres:
 		s.d = postgresDialect
+		c = timeoutConnector{c, opts.ConnectTimeout}
+		s.connector = c
 	case MySQL:
 		s.d = mysqlDialect
+		c = timeoutConnector{c, opts.ConnectTimeout}
+		s.connector = c
 		killer := sql.OpenDB(c)
 		killer.SetMaxOpenConns(2)
 		killer.SetMaxIdleConns(1)
@@ -240,6 +275,29 @@ func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn 
 	}
 	return s, nil
 }
+
+// timeoutConnector bounds each new connection by a connect timeout: a
+// server that accepts TCP and never answers (a stopped process behind a
+// live socket, a proxy with no backend) fails the connection, wrapping
+// ErrConnectTimeout, instead of holding it until the kernel gives up.
+type timeoutConnector struct {
+	driver.Connector
+	timeout time.Duration
+}
+
+func (c timeoutConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, ErrConnectTimeout)
+	defer cancel()
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil && context.Cause(ctx) == ErrConnectTimeout {
+		return nil, fmt.Errorf("%w (%s): %w", ErrConnectTimeout, c.timeout, err)
+	}
+	return conn, err
+}
+
+// ErrConnectTimeout is wrapped by the error of a connection that did not
+// complete within Options.ConnectTimeout.
+var ErrConnectTimeout = errors.New("the server did not answer within the connect timeout")
 
 // start checks that the database answers on a first connection, and that
 // the connection is one the store can use; with learnDSN it also learns

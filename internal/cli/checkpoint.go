@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tqscavenger/tqscavenger/internal/readfile"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
@@ -16,18 +17,48 @@ import (
 // with fresh (whose positions are ignored). A file that is not a
 // checkpoint is bad input.
 func loadCheckpoint(path string, fresh bool) (*scavenger.Checkpoint, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Regular(path, maxCheckpointBytes)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && fresh) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--checkpoint: %w", err)
+		return nil, usagef("--checkpoint: %w", err)
 	}
 	var cp scavenger.Checkpoint
 	if err := json.Unmarshal(b, &cp); err != nil {
 		return nil, usagef("--checkpoint %s is not a checkpoint (%v): remove it, or pass --fresh", path, err)
 	}
 	return &cp, nil
+}
+
+// maxCheckpointBytes bounds a checkpoint file: it holds a position per
+// table walk, a few kilobytes.
+const maxCheckpointBytes = 16 << 20
+
+// checkCheckpointPath refuses, before any work, a --checkpoint the pass
+// could not read or keep up to date: a path that is not a regular file
+// (a directory, a device such as /dev/full, which reads without end) or
+// is too large, and one whose directory is missing or cannot be written
+// (tested by creating and removing a file there, as saveCheckpoint will).
+func checkCheckpointPath(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return usagef("--checkpoint %s: %v: name a file", path, readfile.ErrNotRegular)
+		}
+		if fi.Size() > maxCheckpointBytes {
+			return usagef("--checkpoint %s: %d bytes: not a checkpoint (at most %d): remove it, or point --checkpoint at another file", path, fi.Size(), maxCheckpointBytes)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return usagef("--checkpoint: %v", err)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".probe*")
+	if err != nil {
+		return usagef("--checkpoint %s: its directory cannot hold it (%v): the pass could not save its progress", path, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // saveCheckpoint writes cp to path atomically: a temporary file beside it,

@@ -154,7 +154,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return e.exit
-	case errors.As(context.Cause(ctx), &sig) && (errors.Is(err, context.Canceled) || errors.Is(err, scavenger.ErrShutdown)):
+	case errors.As(context.Cause(ctx), &sig):
+		// Whatever the error says: a signal during start-up (a connection,
+		// a lock wait) ends the command as one during the pass does.
 		fmt.Fprintf(stderr, "tqscavenger %s: interrupted (%s)\n", name, sig.sig)
 		return sig.status()
 	}
@@ -256,6 +258,9 @@ func (c command) cobra(ctx context.Context, e *env, parent string) *cobra.Comman
 		warnAliases(e.stderr, strings.TrimPrefix(cmd.CommandPath(), "tqscavenger "), fs)
 		o, err := layer(fs, c.noEnv...)
 		if err != nil {
+			return err
+		}
+		if err := checkRanges(fs, o); err != nil {
 			return err
 		}
 		inv := &invocation{env: e, fs: fs, origins: o, args: args}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -39,6 +40,8 @@ type connFlags struct {
 	keyFile, keyData   string
 	serverName         string
 	noHostVerify       bool
+
+	connectTimeout time.Duration
 }
 
 // The flags of each source, and the TLS flags.
@@ -83,6 +86,7 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.keyFile, "tls-key-file", "", "TLS: the client certificate's key (PEM) (SQL_TLS_KEY_FILE)")
 	fs.StringVar(&c.keyData, "tls-key-data", "", "TLS: the client key as base64 of its PEM (prefer a file or the environment: it is a secret)")
 	fs.StringVar(&c.serverName, "tls-server-name", "", "TLS: the name the server's certificate must hold (default the host; SQL_TLS_SERVER_NAME)")
+	durationVar(fs, &c.connectTimeout, "connect-timeout", 0, "bound on each new connection to PostgreSQL/MySQL, handshake and login included: a server that accepts and never answers fails with status 4 (default "+shortDuration(sqlstore.DefaultConnectTimeout)+")")
 	fs.BoolVar(&c.noHostVerify, "tls-disable-host-verification", false, "TLS: check the server's certificate against the CA but not its name (SQL_TLS_DISABLE_HOST_VERIFICATION)")
 }
 
@@ -225,6 +229,9 @@ func (c *connFlags) open(ctx context.Context, fs *pflag.FlagSet, o map[string]or
 	}
 	for _, w := range t.Warnings {
 		warn(w)
+	}
+	if opts.ConnectTimeout == 0 {
+		opts.ConnectTimeout = c.connectTimeout
 	}
 	return sqlstore.OpenDSN(ctx, t.DSN, t.Options(opts))
 }

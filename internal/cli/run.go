@@ -266,6 +266,9 @@ func (f *checkpointFlags) check() error {
 	if f.every < 0 {
 		return usagef("--checkpoint-interval %s: must not be negative", f.every)
 	}
+	if f.file != "" {
+		return checkCheckpointPath(f.file)
+	}
 	return nil
 }
 
