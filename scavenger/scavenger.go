@@ -188,6 +188,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 
 	p := &pass{cfg: s.cfg, book: s.book, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st = s.stack(&p.refused)
+	p.raw = s.st
 	p.rng = s.cfg.Partition.Range()
 	p.spread, p.pipeline = 1, 1
 	if cs, ok := s.st.(store.CommitSharer); ok && cs.SharesCommits() {
@@ -366,6 +367,9 @@ type pass struct {
 	refused atomic.Int64
 	retries retryLog
 	st      store.Store
+	// raw is the store without the pass's middleware, for the optional
+	// interfaces it implements (store.OddHashFinder).
+	raw store.Store
 	// spread is how many window jobs a page's queues go to, and pipeline
 	// how many deletes a window keeps running while it scans on: the
 	// workers and windowPipeline where the store shares the commits of
@@ -410,6 +414,9 @@ func (p *pass) run(ctx context.Context) error {
 	// pass left in v2, not by tasks it was about to delete.
 	tables = slices.Clone(tables)
 	slices.SortFunc(tables, func(a, b store.Table) int { return int(b) - int(a) })
+	if err := p.reportOddHashes(ctx, tables); err != nil {
+		return err
+	}
 	// Every walk's mark exists from the start, so that each checkpoint
 	// holds every position, the resumed ones of walks not yet reached
 	// included.

@@ -201,6 +201,14 @@ type BadRow struct {
 }
 
 func (b BadRow) String() string {
+	var odd *OddHashError
+	if errors.As(b.Err, &odd) {
+		// Its Queue.RangeHash cannot hold the stored value.
+		if b.Task != nil {
+			return fmt.Sprintf("%s task %d/%x pass %d id %d: %v", b.Table, odd.RangeHash, b.Queue.ID, b.Task.Pass, b.Task.ID, b.Err)
+		}
+		return fmt.Sprintf("%s queue %d/%x: %v", b.Table, odd.RangeHash, b.Queue.ID, b.Err)
+	}
 	if b.Task != nil {
 		if b.Table == store.V2 {
 			return fmt.Sprintf("%s task %s pass %d id %d: %v", b.Table, b.Queue, b.Task.Pass, b.Task.ID, b.Err)
@@ -263,6 +271,13 @@ func (c *counters) bad(b BadRow) {
 	defer c.mu.Unlock()
 	if len(c.badRows) < MaxBadRows {
 		c.badRows = append(c.badRows, b)
+	}
+}
+
+// badMore counts n more bad rows of table t that are not listed.
+func (c *counters) badMore(t store.Table, n int64) {
+	if n > 0 {
+		c.tables[t].badRows.Add(n)
 	}
 }
 

@@ -55,7 +55,11 @@ func (s *DB) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, 
 			id = prev
 		}
 		prev = id
-		r.Queue = store.QueueKey{RangeHash: uint32(rh), ID: id}
+		h, err := hashOf(rh)
+		if err != nil {
+			return nil, s.wrap(ctx, op, err)
+		}
+		r.Queue = store.QueueKey{RangeHash: h, ID: id}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

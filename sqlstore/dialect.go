@@ -111,18 +111,32 @@ func (b *builder) String() string { return b.sb.String() }
 func (b *builder) gt(cols []string, vals []any) *builder { return b.cmp(cols, vals, ">") }
 
 // whereAfter writes the keyset condition of a listing that starts after
-// the queue key after: nothing for nil (from the first row), every row of
-// after's range_hash and above for a nil ID (store.HashRange.Start), else
-// the rows after the key.
+// the queue key after: every row from hash 0 for nil (from the first row),
+// every row of after's range_hash and above for a nil ID
+// (store.HashRange.Start), else the rows after the key; never a row whose
+// range_hash lies outside 0…2³²−1 (see hashBounds).
 func (b *builder) whereAfter(after *store.QueueKey) *builder {
 	switch {
 	case after == nil:
-		return b
+		return b.w(" WHERE range_hash >= 0 AND ").hashMax("range_hash")
 	case after.ID == nil:
-		return b.w(" WHERE range_hash >= ").p(int64(after.RangeHash))
+		return b.w(" WHERE range_hash >= ").p(int64(after.RangeHash)).w(" AND ").hashMax("range_hash")
 	}
-	return b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID})
+	return b.w(" WHERE ").gt([]string{"range_hash", "task_queue_id"}, []any{int64(after.RangeHash), after.ID}).w(" AND ").hashMax("range_hash")
 }
+
+// hashMax writes col <= 2³²−1: the listings read the uint32 space only.
+// A row outside it (a negative range_hash, which the PostgreSQL and SQLite
+// columns allow, or one above) cannot be a store.QueueKey: read as a
+// uint32 it would sort elsewhere than the database sorts it, and a keyset
+// listing continuing after it would skip every row between. Such rows are
+// found apart (DB.OddHashes) and reported as bad rows.
+func (b *builder) hashMax(col string) *builder {
+	return b.w(col, " <= "+maxHashLit)
+}
+
+// maxHashLit is 2³²−1, the largest range_hash, as a literal.
+const maxHashLit = "4294967295"
 
 // cmp writes a lexicographic comparison of cols against vals; op is one of
 // > >= < <=.

@@ -47,7 +47,7 @@ var postgresDialect = &dialect{
 		b.w("WITH RECURSIVE d (range_hash, task_queue_id, n) AS ((SELECT range_hash, task_queue_id, 1 FROM ", taskTable(t))
 		b.whereAfter(after)
 		b.w(" ORDER BY range_hash, task_queue_id LIMIT 1) UNION ALL SELECT x.range_hash, x.task_queue_id, d.n + 1 FROM d, LATERAL (SELECT t.range_hash, t.task_queue_id FROM ",
-			taskTable(t), " t WHERE (t.range_hash, t.task_queue_id) > (d.range_hash, d.task_queue_id) ORDER BY t.range_hash, t.task_queue_id LIMIT 1) x WHERE d.n < ").p(limit)
+			taskTable(t), " t WHERE (t.range_hash, t.task_queue_id) > (d.range_hash, d.task_queue_id) AND t.range_hash <= "+maxHashLit+" ORDER BY t.range_hash, t.task_queue_id LIMIT 1) x WHERE d.n < ").p(limit)
 		return b.w(") SELECT d.range_hash, d.task_queue_id, CASE WHEN q.one IS NULL THEN 0 ELSE 1 END FROM d LEFT JOIN LATERAL (SELECT 1 AS one FROM ",
 			queueTable(t), " q WHERE q.range_hash = d.range_hash AND q.task_queue_id = d.task_queue_id LIMIT 1) q ON true ORDER BY d.n")
 	},

@@ -49,7 +49,9 @@ func (s *DB) ListQueues(ctx context.Context, t store.Table, after *store.QueueKe
 		if err := rows.Scan(&rh, &r.ID, &r.RangeID, &r.Data, &r.Encoding); err != nil {
 			return nil, s.wrap(ctx, "list "+queueTable(t), err)
 		}
-		r.RangeHash = uint32(rh)
+		if r.RangeHash, err = hashOf(rh); err != nil {
+			return nil, s.wrap(ctx, "list "+queueTable(t), err)
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -122,7 +122,11 @@ func (s *DB) ListTaskQueueIDs(ctx context.Context, t store.Table, after *store.Q
 		if err := rows.Scan(&rh, &r.ID, &has); err != nil {
 			return nil, s.wrap(ctx, op, err)
 		}
-		r.RangeHash, r.HasQueueRow = uint32(rh), has == 1
+		h, err := hashOf(rh)
+		if err != nil {
+			return nil, s.wrap(ctx, op, err)
+		}
+		r.RangeHash, r.HasQueueRow = h, has == 1
 		out = append(out, r)
 	}
 	return out, s.wrap(ctx, op, rows.Err())

@@ -64,3 +64,35 @@ type Identifier interface {
 	// never holds a password or a DSN.
 	Identity(ctx context.Context) (string, error)
 }
+
+// OddHashRow is a row of a task table pair whose range_hash lies outside
+// the uint32 space: a value the PostgreSQL (BIGINT) and SQLite (INTEGER)
+// columns hold, that Temporal never writes, and that no QueueKey can carry.
+type OddHashRow struct {
+	// RangeHash is the row's range_hash as stored.
+	RangeHash int64
+	ID        []byte // task_queue_id
+	// Task is the key of a task row, nil for a queue row.
+	Task *TaskKey
+}
+
+// OddHashes is what a task table pair holds outside the uint32 range_hash
+// space.
+type OddHashes struct {
+	// Below and Above count the rows (queue and task rows) whose
+	// range_hash is negative, or above 2³²−1.
+	Below, Above int64
+	// Rows are the first of them, in primary-key order.
+	Rows []OddHashRow
+}
+
+// OddHashFinder is a Store that finds the rows whose range_hash lies
+// outside the uint32 space. Such rows are invisible to every listing of a
+// Store (ListQueues, ListTaskQueueIDs, ScanTasks list 0…2³²−1 only, so a
+// walk never stops at one), so a pass asks for them apart to report them.
+type OddHashFinder interface {
+	// OddHashes counts the queue and task rows of table t whose
+	// range_hash lies outside 0…2³²−1 and returns up to limit of each
+	// kind.
+	OddHashes(ctx context.Context, t Table, limit int) (OddHashes, error)
+}
