@@ -328,13 +328,24 @@ type liveRun struct {
 	c              Case
 	lo             LiveOptions
 	seed, copyName string
-	now            time.Time
-	rate           float64
+	// copies numbers the copies: each round's has a name of its own, so
+	// that no file name (and on SQLite no path) is reused for a new copy
+	// while anything of the last one may linger.
+	copies int
+	now    time.Time
+	rate   float64
+}
+
+// nextCopy names the next copy.
+func (lr *liveRun) nextCopy() string {
+	lr.copies++
+	return fmt.Sprintf("%s%d", lr.copyName, lr.copies)
 }
 
 func (lr *liveRun) capacity(ctx context.Context, conns int) (float64, error) {
-	dsn, err := lr.srv.copy(ctx, lr.seed, lr.copyName)
-	defer lr.r.drop(lr.srv, lr.copyName)
+	name := lr.nextCopy()
+	dsn, err := lr.srv.copy(ctx, lr.seed, name)
+	defer lr.r.drop(lr.srv, name)
 	if err != nil {
 		return 0, err
 	}
@@ -412,8 +423,9 @@ const warmup = time.Second
 // MinDuration). It returns the samples due while the pass ran.
 func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want int, warnings *[]string) ([]sample, time.Duration, PassResult, int64, error) {
 	var res PassResult
-	dsn, err := lr.srv.copy(ctx, lr.seed, lr.copyName)
-	defer lr.r.drop(lr.srv, lr.copyName)
+	name := lr.nextCopy()
+	dsn, err := lr.srv.copy(ctx, lr.seed, name)
+	defer lr.r.drop(lr.srv, name)
 	if err != nil {
 		return nil, 0, res, 0, fmt.Errorf("copy: %w", err)
 	}
