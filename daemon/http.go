@@ -148,6 +148,23 @@ func formatCount(n int64) string {
 	return b.String()
 }
 
+// SetSettings are the settings given (by flag, environment or file):
+// the table shows them; the defaults are folded away (DefaultSettings).
+func (v statusView) SetSettings() []Setting { return v.settings(false) }
+
+// DefaultSettings are the settings left at their default.
+func (v statusView) DefaultSettings() []Setting { return v.settings(true) }
+
+func (v statusView) settings(defaults bool) []Setting {
+	var out []Setting
+	for _, s := range v.Settings {
+		if (s.Source == "default") == defaults {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Until is the time from the page's now to t.
 func (v statusView) Until(t time.Time) time.Duration { return t.Sub(v.Now) }
 

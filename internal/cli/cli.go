@@ -333,6 +333,10 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 		}
 	}
 	writeFlagHelp(w, c.Flags())
+	if c.Flags().Lookup("workers") != nil {
+		fmt.Fprintf(w, "\nA knob given as 0 takes its default (--workers 0 is %d, or %d with --compat=temporal); for the rate\n", defaults.Workers, temporalConfig.Workers)
+		fmt.Fprintln(w, "limits and --statement-timeout, 0 is their default: unlimited, none.")
+	}
 	if c.Flags().Lookup("config") != nil {
 		fmt.Fprintln(w, "\nSettings: flag > TQSCAVENGER_* environment > --config FILE > default. Each flag is also read from")
 		fmt.Fprintln(w, "TQSCAVENGER_ and its name in upper case, '-' as '_' (--dry-run: TQSCAVENGER_DRY_RUN).")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/tqscavenger/tqscavenger/daemon"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
@@ -54,9 +56,21 @@ func configCmd(w io.Writer, ss *serveSettings) error {
 		case isSecret(s.Name, s.Value) && o.layer != fromDefault:
 			fmt.Fprintf(w, "#   %s is a secret, not written (from %s)\n", s.Name, o.name)
 		case o.layer == fromDefault:
-			fmt.Fprintf(w, "# %s: %s  (default)\n", s.Name, yamlScalar(s.Value))
+			v, word := fileValue(s)
+			if word != "" {
+				// Shown as help says it, written as the flag takes it.
+				fmt.Fprintf(w, "# %s: %s  # %s  (default)\n", s.Name, v, word)
+				continue
+			}
+			fmt.Fprintf(w, "# %s: %s  (default)\n", s.Name, v)
 		default:
-			fmt.Fprintf(w, "%s: %s  # %s %s\n", s.Name, yamlScalar(s.Value), o.layer, o.name)
+			v, word := fileValue(s)
+			if word != "" {
+				word = " (" + word + ")"
+			} else if zeroIsDefault(ss.fs.Lookup(s.Name)) {
+				word = " (0: the default)"
+			}
+			fmt.Fprintf(w, "%s: %s  # %s %s%s\n", s.Name, v, o.layer, o.name, word)
 		}
 	}
 	return nil
@@ -69,11 +83,49 @@ func isSecret(name, v string) bool {
 	return secretFlags[name] || ((name == "db" || name == "connect-attributes") && strings.Contains(v, "xxxxx"))
 }
 
+// zeroWords are the knobs whose 0 means no bound, and the word help
+// uses for it.
+var zeroWords = map[string]string{
+	"max-deletes-per-second":    "unlimited",
+	"max-statements-per-second": "unlimited",
+	"statement-timeout":         "none",
+}
+
+// fileValue is s's value as a --config file takes it, and the word the
+// value is shown as (for 0 that means unlimited or none), if any.
+func fileValue(s daemon.Setting) (value, word string) {
+	if w, ok := zeroWords[s.Name]; ok && s.Value == w {
+		return "0", w
+	}
+	return yamlScalar(s.Value), ""
+}
+
+// zeroIsDefault reports whether f was given as 0, which means its default.
+func zeroIsDefault(f *pflag.Flag) bool {
+	if f == nil {
+		return false
+	}
+	_, ok := zeroDefaults[f.Name]
+	v := f.Value.String()
+	return ok && (v == "0" || v == "0s")
+}
+
+// zeroDefaults are the knobs whose 0 means the default (the zero value of
+// scavenger.Config's field): `config` and the status page show the value
+// a pass uses instead of 0, whether 0 was given or left.
+var zeroDefaults = map[string]bool{
+	"workers": true, "list-page-size": true, "task-batch-size": true, "tasks-per-job": true,
+	"max-deferred": true, "grace": true, "retry-initial": true, "retry-max": true,
+	"slow-statement": true, "retry-for": true, "max-conns": true, "yield-factor": true,
+}
+
 // withDefaults shows, for knobs left at 0 ("the default") and lists left
-// empty, the value a pass uses, as a value the flag takes back.
+// empty, the value a pass uses, as a value the flag takes back; for a 0
+// that means no bound, the word help uses ("unlimited", "none").
 func withDefaults(settings []daemon.Setting, cfg scavenger.Config, cf *connFlags, cron bool) []daemon.Setting {
 	c := cfg.WithDefaults()
 	eff := map[string]string{
+		"yield-factor":    strconv.FormatFloat(c.YieldFactor, 'g', -1, 64),
 		"workers":         strconv.Itoa(c.Workers),
 		"list-page-size":  strconv.Itoa(c.ListPageSize),
 		"task-batch-size": strconv.Itoa(c.TaskBatchSize),
@@ -99,8 +151,12 @@ func withDefaults(settings []daemon.Setting, cfg scavenger.Config, cf *connFlags
 	}
 	out := append([]daemon.Setting(nil), settings...)
 	for i, s := range out {
-		if v, ok := eff[s.Name]; ok && s.Source == fromDefault {
+		zero := s.Value == "0" || s.Value == "0s"
+		if v, ok := eff[s.Name]; ok && (s.Source == fromDefault || (zeroDefaults[s.Name] && zero)) {
 			out[i].Value = v
+		}
+		if w, ok := zeroWords[s.Name]; ok && zero {
+			out[i].Value = w
 		}
 	}
 	return out

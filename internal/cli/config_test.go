@@ -411,3 +411,30 @@ func TestParseJitter(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigShowsHelpDefaults: config shows a default as help documents
+// it (yield-factor 2, unlimited, none), a 0 given as the default it means,
+// and stays a file --config takes, its defaults uncommented too.
+func TestConfigShowsHelpDefaults(t *testing.T) {
+	clearEnv(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"config", "--db", db, "--workers", "0", "--max-statements-per-second", "0"}, &out, &errOut); code != 0 {
+		t.Fatalf("config: exit %d: %s", code, errOut.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"# yield-factor: 2  (default)",
+		"# max-deletes-per-second: 0  # unlimited  (default)",
+		"# statement-timeout: 0  # none  (default)",
+		fmt.Sprintf("workers: %d  # flag --workers (0: the default)", scavenger.DefaultWorkers),
+		"max-statements-per-second: 0  # flag --max-statements-per-second (unlimited)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("config output lacks %q:\n%s", want, text)
+		}
+	}
+	if code := Main([]string{"config", "--config", writeFile(t, uncommentDefaults(text))}, io.Discard, &errOut); code != 0 {
+		t.Errorf("config's output, defaults uncommented, refused by --config: exit %d: %s", code, errOut.String())
+	}
+}

@@ -134,10 +134,13 @@ func TestConfigOutputStartsServe(t *testing.T) {
 		if l == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
-		kv, _, _ := strings.Cut(l, "  #")
+		kv, note, _ := strings.Cut(l, "  #")
 		k, v, _ := strings.Cut(kv, ": ")
 		if uq, err := strconv.Unquote(v); err == nil {
 			v = uq
+		}
+		if w := strings.TrimSpace(note); w == "unlimited" || w == "none" {
+			v = w // a 0 that means no bound: the page shows it as help says it
 		}
 		want[k] = v
 		file.WriteString(l + "\n")
