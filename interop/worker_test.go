@@ -168,7 +168,7 @@ func TestWorkerOnTemporal(t *testing.T) {
 		t.Errorf("scheduled pass %+v", sres)
 	}
 	t.Logf("the schedule's pass %s: %s over %d partitions, %d tasks examined", st.Recent[0].WorkflowID, sres.Outcome, len(sres.Partitions), sres.Totals.TasksProcessed)
-	if out := tqs("schedule", "describe", "--schedule-id", "tqs-e2e"); !strings.Contains(out, `"overlap": "SCHEDULE_OVERLAP_POLICY_SKIP"`) {
+	if out := tqs("schedule", "describe", "--schedule-id", "tqs-e2e", "--output", "json"); !strings.Contains(out, `"overlap": "SCHEDULE_OVERLAP_POLICY_SKIP"`) {
 		t.Errorf("schedule describe: %s", out)
 	}
 }

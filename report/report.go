@@ -59,8 +59,10 @@ type WouldDelete struct {
 
 // Report is an inventory of a store at one instant.
 type Report struct {
-	At    time.Time `json:"at"`
-	Grace string    `json:"grace"`
+	At time.Time `json:"at"`
+	// GraceSeconds is the grace period in seconds, as every duration the
+	// command prints for scripts.
+	GraceSeconds float64 `json:"grace_seconds"`
 	// Tables holds the totals per table version ("v1", "v2").
 	Tables map[string]*Counts `json:"tables"`
 	// Namespaces holds the counts per table version and namespace id.
@@ -104,7 +106,7 @@ func Take(ctx context.Context, st store.Store, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	r := &Report{At: o.Now, Grace: o.Grace.String(), Tables: map[string]*Counts{}, Namespaces: map[string]map[string]*Counts{}}
+	r := &Report{At: o.Now, GraceSeconds: o.Grace.Seconds(), Tables: map[string]*Counts{}, Namespaces: map[string]map[string]*Counts{}}
 	for _, t := range o.Tables {
 		w := &walker{st: st, t: t, o: o, total: &Counts{}, byNS: map[string]*Counts{}}
 		r.Tables[t.String()], r.Namespaces[t.String()] = w.total, w.byNS

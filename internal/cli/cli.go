@@ -117,7 +117,7 @@ func commands() []command {
 		{name: "serve", summary: "run passes on a schedule, with /metrics, a status page and health checks", usage: "--db DSN [flags]", flags: serveCmdFlags,
 			long: "SIGHUP re-reads the --config file and applies the new settings; see `config`."},
 		{name: "config", summary: "print the configuration serve would run with, and where each value came from", usage: "[serve flags]", flags: configCmdFlags},
-		{name: "version", summary: "print the version, VCS revision and Go version of this build", usage: "", flags: func(*flagGroups) runFunc { return versionCmd }},
+		{name: "version", summary: "print the version, VCS revision and Go version of this build", usage: "[--output json]", flags: versionFlags},
 	}, temporalCommands()...)
 }
 
@@ -164,8 +164,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tqscavenger: %s\n", oneLine(err))
 		return ExitUsage
 	}
-	fmt.Fprintf(stderr, "tqscavenger %s: %s\n", name, oneLine(advise(err)))
-	return exitStatus(err)
+	status := exitStatus(err)
+	fmt.Fprintf(stderr, "tqscavenger %s: %s\n", name, unavailableOnlyOn4(oneLine(advise(err)), status))
+	return status
+}
+
+// unavailableOnlyOn4 drops the library's "database unavailable: " from a
+// message whose status is not 4: a refused login, a TLS name that does
+// not match or a missing SQLite file is bad input (status 2), and to call
+// it unavailable would send a scheduler to retry what will not work.
+func unavailableOnlyOn4(msg string, status int) string {
+	if status == ExitUnavailable {
+		return msg
+	}
+	return strings.Replace(msg, sqlstore.ErrUnavailable.Error()+": ", "", 1)
 }
 
 // longFlags returns args with each -name written --name, where name is a
@@ -533,8 +545,19 @@ func open(ctx context.Context, dsn string, opts sqlstore.Options) (*sqlstore.DB,
 	return sqlstore.Open(ctx, dsn, opts)
 }
 
-// versionCmd prints the build.
-func versionCmd(_ context.Context, inv *invocation) error {
-	fmt.Fprintln(inv.stdout, buildinfo.Read())
-	return nil
+// versionFlags are version's: --output, as every command with output.
+func versionFlags(g *flagGroups) runFunc {
+	var output string
+	outputFlag(g.Output, &output, "text or json")
+	return func(_ context.Context, inv *invocation) error {
+		if err := checkOutput(output); err != nil {
+			return err
+		}
+		b := buildinfo.Read()
+		if output == "json" {
+			return writeJSON(inv.stdout, map[string]string{"version": b.Version, "revision": b.Revision, "go_version": b.GoVersion})
+		}
+		fmt.Fprintln(inv.stdout, b)
+		return nil
+	}
 }

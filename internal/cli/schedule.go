@@ -7,9 +7,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -256,35 +256,45 @@ func scheduleByIDFlags(sub string) func(g *flagGroups) runFunc {
 	return func(g *flagGroups) runFunc {
 		var lf logFlags
 		var tf temporalFlags
-		var id string
+		var id, output string
 		tf.register(g.Temporal)
 		g.Schedule.StringVar(&id, "schedule-id", temporalworker.DefaultScheduleID, "the schedule's id")
 		lf.register(g.Output)
+		if sub == "describe" {
+			outputFlag(g.Output, &output, "text or json (the schedule's state as one JSON document)")
+		}
 		return func(ctx context.Context, inv *invocation) error {
 			if err := tf.check(); err != nil {
 				return err
+			}
+			if sub == "describe" {
+				if err := checkOutput(output); err != nil {
+					return err
+				}
 			}
 			c, err := tf.dial(ctx, inv.env, &lf)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			return scheduleByID(ctx, inv.env, c, sub, id)
+			return scheduleByID(ctx, inv.env, c, sub, id, output)
 		}
 	}
 }
 
 // scheduleByID runs describe, trigger or delete (sub) on the schedule id.
-func scheduleByID(ctx context.Context, e *env, c client.Client, sub, id string) error {
+func scheduleByID(ctx context.Context, e *env, c client.Client, sub, id, output string) error {
 	switch sub {
 	case "describe":
 		st, err := temporalworker.DescribeSchedule(ctx, c, id)
 		if err != nil {
 			return err
 		}
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		if output == "json" {
+			return writeJSON(e.stdout, st)
+		}
+		writeSchedule(e.stdout, st)
+		return nil
 	case "trigger":
 		if err := temporalworker.TriggerSchedule(ctx, c, id); err != nil {
 			return err
@@ -297,4 +307,25 @@ func scheduleByID(ctx context.Context, e *env, c client.Client, sub, id string) 
 	}
 	fmt.Fprintf(e.stdout, "schedule %s deleted\n", id)
 	return nil
+}
+
+// writeSchedule writes describe's text: the schedule, its state and its
+// next and recent starts.
+func writeSchedule(w io.Writer, st temporalworker.ScheduleState) {
+	var every []string
+	for _, d := range st.Every {
+		every = append(every, shortDuration(d))
+	}
+	fmt.Fprintf(w, "schedule %s: every %s (jitter %s), overlap %s, paused %t\n", st.ID, strings.Join(every, ", "), shortDuration(st.Jitter), st.Overlap, st.Paused)
+	fmt.Fprintf(w, "workflow %s on task queue %s\n", st.Workflow, st.TaskQueue)
+	fmt.Fprintf(w, "actions: %d (%d skipped: a pass was running)\n", st.Actions, st.SkippedOverlap)
+	for _, r := range st.Running {
+		fmt.Fprintf(w, "running: %s\n", r)
+	}
+	for _, r := range st.Recent {
+		fmt.Fprintf(w, "recent: %s started %s (%s)\n", r.WorkflowID, r.Started.UTC().Format(time.RFC3339), r.RunID)
+	}
+	for _, t := range st.Next {
+		fmt.Fprintf(w, "next: %s\n", t.UTC().Format(time.RFC3339))
+	}
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -202,7 +201,9 @@ func serveCmd(ctx context.Context, e *env, ss *serveSettings) error {
 	var ln net.Listener
 	if df.listen != "" {
 		if ln, err = net.Listen("tcp", df.listen); err != nil {
-			return fmt.Errorf("--listen: %w", err)
+			// A port in use or an address not this host's: retrying the
+			// same flag will not help.
+			return usagef("--listen %s: %v (pick a free port, or --listen \"\" for no page)", df.listen, err)
 		}
 	}
 	addr := ""

@@ -79,7 +79,7 @@ func temporalCommands() []command {
 		{name: "schedule", summary: "create|update|describe|trigger|delete the Temporal Schedule that starts passes", usage: "create|update|describe|trigger|delete [flags]", subs: []command{
 			{name: "create", summary: "install a Temporal Schedule that starts a pass every --every (default " + shortDuration(temporalworker.DefaultEvery) + "), overlap policy skip", usage: "[--db DSN | --database-identity ID] [flags]", flags: scheduleWriteFlags("create")},
 			{name: "update", summary: "change the schedule's settings given (flags, environment, config file), keeping the rest; --replace takes the whole new description", usage: "[--db DSN | --database-identity ID] [flags]", flags: scheduleWriteFlags("update")},
-			{name: "describe", summary: "print the schedule, its next and recent starts (JSON)", usage: "[--schedule-id ID] [flags]", flags: scheduleByIDFlags("describe")},
+			{name: "describe", summary: "print the schedule, its next and recent starts (--output json: as JSON)", usage: "[--schedule-id ID] [flags]", flags: scheduleByIDFlags("describe")},
 			{name: "trigger", summary: "start a pass now (skipped if one runs)", usage: "[--schedule-id ID] [flags]", flags: scheduleByIDFlags("trigger")},
 			{name: "delete", summary: "remove the schedule (running passes go on)", usage: "[--schedule-id ID] [flags]", flags: scheduleByIDFlags("delete")},
 		}},
