@@ -345,7 +345,7 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 		}
 	}
 	writeFlagHelp(w, c.Flags())
-	if c.Flags().Lookup("workers") != nil {
+	if f := c.Flags().Lookup("statement-timeout"); f != nil && !f.Hidden && c.Flags().Lookup("workers") != nil {
 		fmt.Fprintf(w, "\nA knob given as 0 takes its default (--workers 0 is %d, or %d with --compat=temporal); for the rate\n", defaults.Workers, temporalConfig.Workers)
 		fmt.Fprintln(w, "limits and --statement-timeout, 0 is their default: unlimited, none.")
 	}

@@ -47,7 +47,7 @@ func TestServeSIGHUP(t *testing.T) {
 	re := p.waitLog("configuration reloaded", 1)
 	p.waitLog("scavenger pass completed", 1)
 	changed, _ := re["changed"].(string)
-	for _, want := range []string{"max-statements-per-second=0 (file, was 0.001)", "every=30m (file, was 1h)", "statement-timeout=7s (file, was 0)"} {
+	for _, want := range []string{"max-statements-per-second=unlimited (file, was 0.001)", "every=30m (file, was 1h)", "statement-timeout=7s (file, was none)"} {
 		if !strings.Contains(changed, want) {
 			t.Errorf("the reload's log line does not say %q: %v", want, re)
 		}
@@ -57,7 +57,7 @@ func TestServeSIGHUP(t *testing.T) {
 	}
 	_, page := get(t, "http://"+addr+"/")
 	for _, want := range []string{"<code>protect</code></td><td><code>from-flag-</code></td><td class=\"muted\">flag", "<code>every</code></td><td><code>30m</code></td><td class=\"muted\">file",
-		"<code>max-statements-per-second</code></td><td><code>0</code>", "reload-applied"} {
+		"<code>max-statements-per-second</code></td><td><code>unlimited</code>", "reload-applied"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("status page lacks %q", want)
 		}
