@@ -294,7 +294,8 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 		log.Info("partition interrupted: the worker is stopping", "outcome", res.Outcome,
 			"queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
 		return res, temporal.NewApplicationErrorWithOptions("partition interrupted: the worker is stopping", ErrTypeWorkerShutdown,
-			temporal.ApplicationErrorOptions{Cause: err, Details: []any{hb.progress()}})
+			// Benign: expected on every redeploy, the SDK logs it at debug.
+			temporal.ApplicationErrorOptions{Cause: err, Details: []any{hb.progress()}, Category: temporal.ApplicationErrorCategoryBenign})
 	case errors.Is(ctx.Err(), context.Canceled):
 		// Cancelled by the workflow, whatever the cause the SDK gives (a
 		// CanceledError, or NotFound once the activity is gone): reported

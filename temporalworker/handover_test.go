@@ -61,7 +61,7 @@ func activityEnv(t *testing.T, acts *Activities, beats *[]Progress, mu *sync.Mut
 // partition stops at once at a clean point (the statement in flight
 // finishes, no other starts), records a final heartbeat with its position
 // and exact counts, releases its lock and fails retryably (type
-// TqsWorkerShutdown), logged at info: the server retries it on another
+// TqsWorkerShutdown, benign: the SDK logs it at debug), logged at info: the server retries it on another
 // worker after the retry policy's initial interval instead of after the
 // heartbeat timeout. Today's build ran the pass on to its end.
 func TestWorkerStopHandsOver(t *testing.T) {
@@ -88,7 +88,7 @@ func TestWorkerStopHandsOver(t *testing.T) {
 	desc.ListPageSize = 10
 	_, err := env.ExecuteActivity(PartitionActivityName, PartitionInput{Pass: desc})
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != ErrTypeWorkerShutdown || ae.NonRetryable() {
+	if !errors.As(err, &ae) || ae.Type() != ErrTypeWorkerShutdown || ae.NonRetryable() || ae.Category() != temporal.ApplicationErrorCategoryBenign {
 		t.Fatalf("activity error %v: want a retryable %s", err, ErrTypeWorkerShutdown)
 	}
 	select {
