@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -296,7 +297,7 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 		return res, temporal.NewApplicationErrorWithOptions("partition interrupted: the worker is stopping", ErrTypeWorkerShutdown,
 			// Benign: expected on every redeploy, the SDK logs it at debug.
 			temporal.ApplicationErrorOptions{Cause: err, Details: []any{hb.progress()}, Category: temporal.ApplicationErrorCategoryBenign})
-	case errors.Is(ctx.Err(), context.Canceled):
+	case errors.Is(ctx.Err(), context.Canceled) && cancelledByServer(cause):
 		// Cancelled by the workflow, whatever the cause the SDK gives (a
 		// CanceledError, or NotFound once the activity is gone): reported
 		// as a cancellation and never retried; its details are the last
@@ -304,12 +305,23 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 		log.Info("partition cancelled", "outcome", res.Outcome, "queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
 		return res, temporal.NewCanceledError(hb.progress())
 	case ctx.Err() != nil:
-		// Timed out: Temporal retries it, from the last heartbeat.
-		log.Warn("partition timed out", "err", err)
+		// Timed out, or the SDK gave up on a heartbeat (it cancels the
+		// activity when a heartbeat call fails for good): Temporal
+		// retries it, from the last heartbeat.
+		log.Warn("partition timed out or lost its heartbeat", "err", err, "cause", cause)
 		return res, ctx.Err()
 	}
 	log.Error("partition failed", "err", err)
 	return res, classify(err, hb.progress())
+}
+
+// cancelledByServer reports whether the cause the SDK cancelled an
+// activity with is the server's cancellation: a CanceledError, NotFound
+// (the activity is gone: its workflow was cancelled or closed), or a plain
+// context.Canceled (the test environment's and older SDKs').
+func cancelledByServer(cause error) bool {
+	var nf *serviceerror.NotFound
+	return temporal.IsCanceledError(cause) || errors.As(cause, &nf) || errors.Is(cause, context.Canceled)
 }
 
 // DefaultShutdownTimeout is Activities.ShutdownTimeout's default.

@@ -49,11 +49,13 @@ func StartPass(ctx context.Context, c client.Client, id, taskQueue string, d Pas
 
 // HeartbeatThrottle is the longest the SDK holds a partition's heartbeat
 // before it sends it (worker.Options.MaxHeartbeatThrottleInterval): a
-// heartbeat carries the checkpoint, written at most every second
-// (scavenger.DefaultCheckpointInterval), and the SDK's own bound, 0.8 ×
-// the heartbeat timeout up to 60 s, would leave a killed attempt's last
-// recorded position up to a minute behind its work.
-const HeartbeatThrottle = time.Second
+// heartbeat carries the checkpoint, and the SDK's own bound, 0.8 × the
+// heartbeat timeout up to 60 s, would leave a killed attempt's last
+// recorded position up to 48 s behind its work. Not shorter: the SDK
+// also bounds each heartbeat call by it, and cancels the activity when
+// one times out (at 1 s, a loaded frontend cancelled a partition in the
+// interop suite).
+const HeartbeatThrottle = 5 * time.Second
 
 // stopMargin is how much longer than the partitions' shutdown timeout
 // the worker waits for its activities: the time to record the final
