@@ -4,6 +4,7 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -29,8 +30,14 @@ var postgresDialect = &dialect{
 	engine:    Postgres,
 	dollar:    true,
 	rowValues: true,
-	prepare:   true,
-	keyRange:  true,
+	// Not database/sql's prepared statements: pgx already prepares and
+	// caches each statement per connection (QueryExecModeCacheStatement),
+	// and database/sql closes its statements one by one on Close, each a
+	// Deallocate round trip that waits up to 5 s on a network that stopped
+	// answering (a pass through a paused network then took 10-30 s more to
+	// exit). pgx's cache goes with its connection, without a round trip.
+	prepare:  false,
+	keyRange: true,
 	deleteLimited: func(b *builder, t store.Table, q store.QueueKey, r store.TaskRange, limit int) deleteForm {
 		b.w("DELETE FROM ", taskTable(t), " WHERE ctid = ANY(ARRAY(SELECT ctid FROM ", taskTable(t), " WHERE ").
 			queueTasks(t, q, minKey(r), ">=", &r.Max).w(" ORDER BY ", b.taskOrder(t), " LIMIT ").p(limit).w("))")
@@ -212,7 +219,11 @@ func postgresLost(err error) bool {
 	}
 	// pgx tells an error before anything was sent by SafeToRetry (and its
 	// database/sql driver turns those into driver.ErrBadConn).
-	return !pgconn.SafeToRetry(err) && (connLost(err) || pgconn.Timeout(err))
+	// A context cancelled while pgx waited for the answer comes back as a
+	// bare context.Canceled (a deadline as a timeout): the statement may
+	// have run. One cancelled before anything was sent is SafeToRetry.
+	return !pgconn.SafeToRetry(err) && (connLost(err) || pgconn.Timeout(err) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // redactErr returns err's text on one line, with the DSN's password

@@ -26,6 +26,14 @@ type proxy struct {
 	limit   int64         // at most this many cuts
 	answers int
 	severed atomic.Int64
+	// holdDelete: the next answer to a DELETE pauses all traffic, and is
+	// never passed on: its connection is cut at resume.
+	holdDelete bool
+	// tagged: only an answer that names DELETE itself is held
+	// (PostgreSQL's "DELETE n" command tag): the client's DELETE may be a
+	// prepare, whose answer is not the delete's.
+	tagged bool
+	held   chan struct{} // closed once an answer is held
 }
 
 // newProxy listens on a free port of 127.0.0.1 and forwards to target
@@ -104,7 +112,15 @@ func (p *proxy) serve(client net.Conn) {
 	}()
 	go func() {
 		p.copy(client, server, func(b []byte) bool {
-			return (deleting.Load() || bytes.Contains(b, []byte("DELETE "))) && p.cutNow()
+			named := bytes.Contains(b, []byte("DELETE "))
+			if !(deleting.Load() || named) {
+				return false
+			}
+			if p.holdNow(named) {
+				p.waitResumed()
+				return true
+			}
+			return p.cutNow()
 		})
 		done <- struct{}{}
 	}()
@@ -144,6 +160,32 @@ func (p *proxy) cutNow() bool {
 	}
 	p.severed.Add(1)
 	return true
+}
+
+// holdNow pauses the proxy if it is to hold the next answer to a DELETE.
+func (p *proxy) holdNow(named bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.holdDelete || (p.tagged && !named) {
+		return false
+	}
+	p.holdDelete = false
+	if p.paused == nil {
+		p.paused = make(chan struct{})
+	}
+	close(p.held)
+	return true
+}
+
+// pauseAtDelete makes the proxy pause all traffic when the server answers
+// a DELETE it ran, and never pass that answer on (the connection is cut
+// at resume): a network that stops answering mid-delete. The channel is
+// closed once it has paused.
+func (p *proxy) pauseAtDelete(tagged bool) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdDelete, p.tagged, p.held = true, tagged, make(chan struct{})
+	return p.held
 }
 
 // cutDeletes makes the proxy cut the connection of every n-th answer to a
