@@ -68,16 +68,17 @@ var sqlToolEnv = map[string]string{
 var secretFlags = map[string]bool{"password": true, "tls-key-data": true}
 
 func (c *connFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.db, "db", "", "database DSN: postgres://…, mysql://…, sqlite:PATH or a file path (or --temporal-config, or temporal-sql-tool's --endpoint, --user, …)")
+	fs.StringVar(&c.db, "db", "", "database DSN: postgres://…, mysql://…, sqlite:PATH or a file path (or --temporal-config, or temporal-sql-tool's --endpoint, --user, …); "+
+		"temporal-sql-tool's --db NAME (its database name) is read as --database NAME when NAME is a bare name (letters, digits, _, -, $) and another of the tool's flags is on the command line, else it is refused: use --database")
 	fs.StringVar(&c.temporalConfig, "temporal-config", "", "a Temporal server config file (YAML): connect as Temporal does to its SQL datastore")
 	fs.StringVar(&c.temporalStore, "temporal-store", "", "the datastore of --temporal-config (default its persistence.defaultStore)")
-	fs.StringVar(&c.endpoint, "endpoint", "", "temporal-sql-tool's: host of the SQL server, also --ep (default 127.0.0.1; SQL_HOST)")
-	fs.IntVar(&c.port, "port", 0, "temporal-sql-tool's: port of the SQL server (default the engine's: 5432, 3306; SQL_PORT)")
-	fs.StringVar(&c.user, "user", "", "temporal-sql-tool's: user name (SQL_USER)")
-	fs.StringVar(&c.password, "password", "", "temporal-sql-tool's: password; on a command line anyone can read it with ps: set SQL_PASSWORD or TQSCAVENGER_PASSWORD, or password: in the --config file")
+	fs.StringVar(&c.endpoint, "endpoint", "", "temporal-sql-tool's: host of the SQL server, also --ep or -ep (default 127.0.0.1; SQL_HOST)")
+	fs.IntVarP(&c.port, "port", "p", 0, "temporal-sql-tool's: port of the SQL server, also --p (default the engine's: 5432, 3306; SQL_PORT)")
+	fs.StringVarP(&c.user, "user", "u", "", "temporal-sql-tool's: user name, also --u (SQL_USER)")
+	fs.StringVar(&c.password, "password", "", "temporal-sql-tool's: password, also --pw or -pw; on a command line anyone can read it with ps: set SQL_PASSWORD or TQSCAVENGER_PASSWORD, or password: in the --config file")
 	fs.StringVar(&c.database, "database", "", "temporal-sql-tool's: database, or the SQLite file (default temporal; SQL_DATABASE)")
-	fs.StringVar(&c.plugin, "plugin", "", "temporal-sql-tool's: Temporal SQL plugin: postgres12, postgres12_pgx, mysql8 or sqlite (default mysql8; SQL_PLUGIN)")
-	fs.StringVar(&c.attrs, "connect-attributes", "", "temporal-sql-tool's: connect attributes as a query string, k=v&k2=v2 (SQL_CONNECT_ATTRIBUTES)")
+	fs.StringVar(&c.plugin, "plugin", "", "temporal-sql-tool's: Temporal SQL plugin, also --pl or -pl: postgres12, postgres12_pgx, mysql8 or sqlite (default mysql8; SQL_PLUGIN)")
+	fs.StringVar(&c.attrs, "connect-attributes", "", "temporal-sql-tool's: connect attributes as a query string, k=v&k2=v2, also --ca or -ca (not a TLS CA: that is --tls-ca-file) (SQL_CONNECT_ATTRIBUTES)")
 	fs.BoolVar(&c.tls, "tls", false, "connect over TLS (implied by the other --tls-* flags; SQL_TLS)")
 	fs.StringVar(&c.caFile, "tls-ca-file", "", "TLS: the CA (PEM) the server's certificate must be signed by (default the system's; SQL_TLS_CA_FILE)")
 	fs.StringVar(&c.caData, "tls-ca-data", "", "TLS: the CA as base64 of its PEM, instead of --tls-ca-file")
@@ -118,6 +119,9 @@ const (
 // check checks, after layer, that exactly one source names the
 // database, and that TLS flags go with it; it reads no file.
 func (c *connFlags) check(fs *pflag.FlagSet, o map[string]origin) (source, error) {
+	if err := c.sqlToolDB(fs, o); err != nil {
+		return 0, err
+	}
 	var found []string
 	var kinds []source
 	for _, s := range []struct {
@@ -138,6 +142,8 @@ func (c *connFlags) check(fs *pflag.FlagSet, o map[string]origin) (source, error
 	case len(found) == 0:
 		return 0, usagef("no database: pass --db DSN or set TQSCAVENGER_DB (postgres://…, mysql://…, sqlite:PATH or a file path), " +
 			"or --temporal-config FILE, or temporal-sql-tool's --endpoint, --user, --database, --plugin (or SQL_HOST, SQL_USER, …)")
+	case len(found) > 1 && kinds[0] == fromDSN && o["db"].name == "--db" && slices.Contains(kinds, fromSQLTool):
+		return 0, usagef("more than one database given: %s: here --db is a DSN, not temporal-sql-tool's database name: use --database %s", joinAnd(found), dbNameHint(c.db))
 	case len(found) > 1:
 		return 0, usagef("more than one database given: %s: give exactly one", joinAnd(found))
 	}
@@ -151,6 +157,61 @@ func (c *connFlags) check(fs *pflag.FlagSet, o map[string]origin) (source, error
 		return 0, usagef("%s set to false, and %s given", o["tls"].name, joinAnd(tls))
 	}
 	return kinds[0], nil
+}
+
+// sqlToolDB reads --db as temporal-sql-tool's --db, its database name,
+// where that is the only reading: --db NAME on the command line, NAME a
+// bare name that is no DSN (no scheme, no path, no dot), another of the
+// tool's flags on the command line, and --database not given. Then NAME
+// moves to --database, and its origin says so. Elsewhere --db stays a
+// DSN, and check's error names --database.
+func (c *connFlags) sqlToolDB(fs *pflag.FlagSet, o map[string]origin) error {
+	if o["db"].layer != fromFlag || !bareName(c.db) {
+		return nil
+	}
+	onLine := false
+	for _, n := range sqlToolSource {
+		if n != "database" && o[n].layer == fromFlag && len(given(fs, o, []string{n})) > 0 {
+			onLine = true
+		}
+	}
+	if !onLine {
+		return nil
+	}
+	if g := given(fs, o, []string{"database"}); len(g) > 0 {
+		return usagef("--db %s and %s both given: here --db is a DSN; temporal-sql-tool's database name is --database: keep one", c.db, g[0])
+	}
+	name := c.db
+	if err := fs.Set("database", name); err != nil {
+		return usageError{err}
+	}
+	c.db = ""
+	o["db"] = origin{layer: fromDefault}
+	o["database"] = origin{fromFlag, "--db (temporal-sql-tool's database name, read as --database)"}
+	return nil
+}
+
+// bareName reports whether s is a plain SQL database name: letters,
+// digits, _, - and $, nothing a DSN or a file path holds.
+func bareName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// dbNameHint is the value to show after --database in an error: --db's
+// own if it is a bare name, else NAME (a DSN may hold a password).
+func dbNameHint(db string) string {
+	if bareName(db) {
+		return db
+	}
+	return "NAME"
 }
 
 // joinAnd joins "a", "b" and "c" as "a, b and c".

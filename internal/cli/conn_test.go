@@ -376,3 +376,60 @@ func TestConfigChecksTheSource(t *testing.T) {
 		checkUsageError(t, append([]string{"config"}, c.args...), c.says, tqs)
 	}
 }
+
+// TestSQLToolCommandLinePastes: the connection part of temporal-sql-tool
+// command lines as Temporal's docs and docker auto-setup.sh write them,
+// pasted as they are (its aliases -p, -u, --pl, --ca, -ep and --db as the
+// database's name), names the right database: the pass finds the seeded
+// queues there.
+func TestSQLToolCommandLinePastes(t *testing.T) {
+	for _, e := range []sqlstore.Engine{sqlstore.Postgres, sqlstore.MySQL} {
+		t.Run(string(e), func(t *testing.T) {
+			setEnv(t, nil)
+			dsn := testdb.DSN(t, e)
+			seedExpired(t, dsn)
+			d, _ := url.Parse(dsn)
+			name := strings.TrimPrefix(d.Path, "/")
+			plugin, extra := "mysql8", []string{"--pw", ""}
+			if e == sqlstore.Postgres {
+				plugin, extra = "postgres12", []string{"--ca", "search_path=" + d.Query().Get("search_path")}
+			}
+			for _, line := range [][]string{
+				// docs.temporal.io: --plugin … --ep … -p … -u … --pw … --db …
+				append([]string{"--plugin", plugin, "--ep", d.Hostname(), "-p", d.Port(), "-u", d.User.Username(), "--db", name}, extra...),
+				// the Go flag package's single dash, as the tool took it
+				append([]string{"-pl", plugin, "-ep", d.Hostname(), "-p", d.Port(), "-u", d.User.Username(), "-db", name}, extra...),
+			} {
+				args := append([]string{"run", "--dry-run", "--progress", "never"}, line...)
+				if code, out, errOut := tqs(args...); code != 0 || !strings.Contains(out, "would delete 20") {
+					t.Fatalf("%q: exit %d\nstdout: %s\nstderr: %s", line, code, out, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestSQLToolDBClash: where temporal-sql-tool's --db (a database name)
+// cannot be read as one, the error names --database.
+func TestSQLToolDBClash(t *testing.T) {
+	secretDSN := "postgres://u:" + dbSecret + "@127.0.0.1:1/db"
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		says string
+	}{
+		{"a DSN with the tool's flags", nil, []string{"--plugin", "postgres12", "--ep", "127.0.0.1", "--db", secretDSN},
+			"here --db is a DSN, not temporal-sql-tool's database name: use --database NAME"},
+		{"a name with the tool's settings only in the environment", map[string]string{"SQL_HOST": "127.0.0.1"}, []string{"--db", "temporal"},
+			"use --database temporal"},
+		{"a name and --database", nil, []string{"--plugin", "postgres12", "--user", "postgres", "--db", "temporal", "--database", "other"},
+			"--db temporal and --database both given"},
+		{"a file path", nil, []string{"--ep", "127.0.0.1", "--db", "./temporal.db"}, "use --database NAME"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			setEnv(t, c.env)
+			checkUsageError(t, append([]string{"config"}, c.args...), c.says, tqs)
+		})
+	}
+}

@@ -61,8 +61,11 @@ func newFlagSet(name string) *pflag.FlagSet {
 }
 
 // flagAliases are other names of flags on the command line:
-// temporal-sql-tool's --ep.
-var flagAliases = map[string]string{"ep": "endpoint"}
+// temporal-sql-tool's (its urfave/cli aliases ep, p, u, pw, pl, ca). Its
+// db alias clashes with --db, the DSN: see connFlags.sqlToolDB. With
+// longFlags, -name is --name for each, as the tool took them; -p and -u
+// are also the one-letter shorthands of --port and --user.
+var flagAliases = map[string]string{"ep": "endpoint", "p": "port", "u": "user", "pw": "password", "pl": "plugin", "ca": "connect-attributes"}
 
 func normalizeFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 	if to, ok := flagAliases[name]; ok {

@@ -96,7 +96,7 @@ func TestSuggestions(t *testing.T) {
 		// One letter: what other tools mean by it, or the flags it begins.
 		{[]string{"run", "-n"}, "unknown shorthand flag: 'n' in -n (did you mean --dry-run?)"},
 		{[]string{"run", "-q"}, "(did you mean --log-level warn?)"},
-		{[]string{"run", "-p"}, "(did you mean --port, --plugin, --protect or --password?)"},
+		{[]string{"run", "-p"}, "flag needs an argument: 'p' in -p"}, // -p is temporal-sql-tool's, --port
 		{[]string{"serve", "-o"}, "(did you mean --orphans?)"},
 		{[]string{"run", "-o", "yaml"}, `--output "yaml": use text or json`}, // -o is --output
 		{[]string{"run", "extra"}, `unexpected argument "extra"`},
