@@ -92,7 +92,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		DB: h, RunAtStart: true, Clock: clock, Jitter: 72 * time.Minute,
 		Rand:      func(n int64) int64 { return int64(17 * time.Minute) },
 		Schedule:  mustEvery(t, 12*time.Hour),
-		Scavenger: scavenger.Config{ListPageSize: 10, Workers: 4},
+		Scavenger: scavenger.Config{Pace: scavenger.Pace{ListPageSize: 10, Workers: 4}},
 		DSN:       "postgres://temporal:xxxxx@postgres.internal:5432/temporal",
 		Settings: []daemon.Setting{
 			{Name: "db", Value: "postgres://temporal:xxxxx@postgres.internal:5432/temporal", Source: "env"},

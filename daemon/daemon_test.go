@@ -541,7 +541,7 @@ func TestShutdownDrains(t *testing.T) {
 	clock := newFakeClock()
 	var logs logBuffer
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock, Logger: logs.logger(),
-		Scavenger: scavenger.Config{Workers: 1}, ShutdownTimeout: time.Minute})
+		Scavenger: scavenger.Config{Pace: scavenger.Pace{Workers: 1}}, ShutdownTimeout: time.Minute})
 	stop := start(t, d)
 	recv(t, entered, "the pass to read tasks")
 
@@ -673,7 +673,7 @@ func TestMetricsLive(t *testing.T) {
 	}
 	clock := newFakeClock()
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock,
-		Scavenger: scavenger.Config{ListPageSize: 10, Workers: 2}})
+		Scavenger: scavenger.Config{Pace: scavenger.Pace{ListPageSize: 10, Workers: 2}}})
 	start(t, d)
 	waitFor(t, "the first page of queues to be done", func() bool {
 		c := d.Status().Current

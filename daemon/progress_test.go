@@ -42,7 +42,7 @@ func TestStatusPageProgress(t *testing.T) {
 	}
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: newFakeClock(),
 		// One page; 100 tasks (5 queues) per scan.
-		Scavenger: scavenger.Config{TaskBatchSize: 100, Workers: 2}})
+		Scavenger: scavenger.Config{Pace: scavenger.Pace{TaskBatchSize: 100, Workers: 2}}})
 	srv := httptest.NewServer(d.Handler())
 	defer srv.Close()
 	stop := start(t, d)

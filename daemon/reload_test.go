@@ -17,7 +17,7 @@ func TestReconfigureRateLimitLive(t *testing.T) {
 	db := seeded(t, seed.Spec{Queues: 5, TasksPerQueue: 20, Expired: 1})
 	h := &hookDB{DB: db}
 	clock := newFakeClock()
-	slow := scavenger.Config{MaxStatementsPerSecond: 0.001}
+	slow := scavenger.Config{Pace: scavenger.Pace{MaxStatementsPerSecond: 0.001}}
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock, Scavenger: slow})
 	start(t, d)
 	waitFor(t, "the pass to start", func() bool { return d.Status().Current != nil && h.calls.Load() > 0 })
@@ -72,7 +72,7 @@ func TestReconfigure(t *testing.T) {
 	}
 
 	// Refused: a grace under the floor, and one the command refused.
-	if err := d.Reconfigure(daemon.Reconfig{Schedule: mustEvery(t, time.Minute), Scavenger: scavenger.Config{Grace: time.Hour}}); err == nil {
+	if err := d.Reconfigure(daemon.Reconfig{Schedule: mustEvery(t, time.Minute), Scavenger: scavenger.Config{Rules: scavenger.Rules{Grace: time.Hour}}}); err == nil {
 		t.Error("a reload with a 1h grace was applied")
 	}
 	d.ReloadRefused(daemon.ReloadNeedsRestart, errString("--db changed"))

@@ -69,7 +69,7 @@ func TestReplicasNeverOverlap(t *testing.T) {
 	for i := range ds {
 		d, err := daemon.New(daemon.Config{
 			DB:         testdb.OpenDSN(t, dsn),
-			Scavenger:  scavenger.Config{Workers: 4, Middleware: []store.Middleware{keepRows}},
+			Scavenger:  scavenger.Config{Pace: scavenger.Pace{Workers: 4}, Hooks: scavenger.Hooks{Middleware: []store.Middleware{keepRows}}},
 			Schedule:   mustEvery(t, 150*time.Millisecond),
 			Jitter:     150 * time.Millisecond,
 			RunAtStart: true,

@@ -259,7 +259,7 @@ func passConfig(m mode, logPath string) (scavenger.Config, func()) {
 		logger = slog.New(slog.NewJSONHandler(f, nil))
 		closeFn = func() { f.Close() }
 	}
-	return m.config(scavenger.Config{Grace: 48 * time.Hour, Logger: logger}), closeFn
+	return m.config(scavenger.Config{Rules: scavenger.Rules{Grace: 48 * time.Hour}, Hooks: scavenger.Hooks{Logger: logger}}), closeFn
 }
 
 // hookStore passes every call on to next, except DeleteQueues when a hook

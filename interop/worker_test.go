@@ -63,7 +63,7 @@ func TestWorkerOnTemporal(t *testing.T) {
 
 	w1 := startWorker(t, s, ts, pathA, queue, logPath(s, tag, "worker-1.log"))
 	desc := temporalworker.PassDescription{
-		DatabaseIdentity: id, Partitions: 3, Now: workerNow, PastLiveHead: true,
+		DatabaseIdentity: id, Partitions: 3, Now: workerNow, Rules: scavenger.Rules{PastLiveHead: true},
 		// Slow enough to be killed in the middle: small pages, few
 		// statements a second.
 		ListPageSize: 20, MaxStatementsPerSecond: 30,

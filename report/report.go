@@ -276,12 +276,12 @@ var modes = []struct {
 	name string
 	cfg  scavenger.Config
 }{
-	{"temporal", scavenger.Config{Compat: scavenger.CompatTemporal}},
+	{"temporal", scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}}},
 	{"default", scavenger.Config{}},
-	{"default --past-live-head", scavenger.Config{PastLiveHead: true}},
-	{"default --below-ack-level", scavenger.Config{BelowAckLevel: true}},
-	{"default --orphans=all", scavenger.Config{Orphans: scavenger.OrphansAll}},
-	{"all rules", scavenger.Config{PastLiveHead: true, BelowAckLevel: true, Orphans: scavenger.OrphansAll}},
+	{"default --past-live-head", scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true}}},
+	{"default --below-ack-level", scavenger.Config{Rules: scavenger.Rules{BelowAckLevel: true}}},
+	{"default --orphans=all", scavenger.Config{Rules: scavenger.Rules{Orphans: scavenger.OrphansAll}}},
+	{"all rules", scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true, BelowAckLevel: true, Orphans: scavenger.OrphansAll}}},
 }
 
 func (r *Report) dryRuns(ctx context.Context, st store.Store, o Options) error {

@@ -71,26 +71,32 @@ type WalkPosition struct {
 // written by a pass over another database, partition or settings.
 var ErrCheckpointMismatch = errors.New("checkpoint does not match this pass")
 
-// SettingsDigest is a digest of the settings of c that decide what a pass
-// deletes: the mode, the grace, the protected prefixes, the opt-in rules,
-// the scope and whether it is a dry run. The clock is not in it (a pass
-// resumed later sees later expiries, as a pass that ran longer would), nor
-// is anything that only changes how fast (workers, batch sizes, limits).
-func SettingsDigest(c Config) string {
-	c = c.WithDefaults()
-	tables := slices.Clone(c.Tables)
+// SettingsDigest is the digest of c's Rules (see Rules.Digest): what a
+// checkpoint's Settings holds.
+func SettingsDigest(c Config) string { return c.Rules.Digest() }
+
+// Digest is a digest of the rules, defaults filled in: every setting that
+// decides what a pass deletes (the mode, the grace, the protected
+// prefixes, the opt-in rules, the scope and whether it is a dry run). The
+// clock is not in it (a pass resumed later sees later expiries, as a pass
+// that ran longer would), nor is anything that only changes how fast
+// (Pace). Its text is fixed: a checkpoint of an earlier build of the same
+// rules is accepted.
+func (r Rules) Digest() string {
+	r = r.withDefaults()
+	tables := slices.Clone(r.Tables)
 	slices.Sort(tables)
-	ns := make([]string, len(c.Namespaces))
-	for i, n := range c.Namespaces {
+	ns := make([]string, len(r.Namespaces))
+	for i, n := range r.Namespaces {
 		ns[i] = hex.EncodeToString(n[:])
 	}
 	slices.Sort(ns)
-	prefixes := slices.Clone(c.ProtectedPrefixes)
+	prefixes := slices.Clone(r.ProtectedPrefixes)
 	slices.Sort(prefixes)
 	var b strings.Builder
-	fmt.Fprintf(&b, "compat=%q\ngrace=%d\nunsafe_short_grace=%t\nprotected=%q\ndry_run=%t\n", c.Compat, c.Grace, c.UnsafeShortGrace, prefixes, c.DryRun)
+	fmt.Fprintf(&b, "compat=%q\ngrace=%d\nunsafe_short_grace=%t\nprotected=%q\ndry_run=%t\n", r.Compat, r.Grace, r.UnsafeShortGrace, prefixes, r.DryRun)
 	fmt.Fprintf(&b, "past_live_head=%t\nbelow_ack_level=%t\norphans=%q\ntables=%v\nnamespaces=%q\nqueue_glob=%q\n",
-		c.PastLiveHead, c.BelowAckLevel, c.Orphans, tables, ns, c.QueueGlob)
+		r.PastLiveHead, r.BelowAckLevel, r.Orphans, tables, ns, r.QueueGlob)
 	sum := sha256.Sum256([]byte(b.String()))
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }

@@ -65,12 +65,85 @@ const (
 // the 12 h after which matching rewrites the row of a queue it holds.
 const MinGrace = 24 * time.Hour
 
-// Config configures a Scavenger. The zero value of each field means its
+// Config configures a Scavenger, in parts: the Rules that decide what is
+// deleted, the Pace (and safety margins) of the work, and the Hooks an
+// embedder plugs in; the part of the range_hash space to cover and the
+// checkpoint to resume from stand alone. The parts are embedded, so
+// cfg.Grace is cfg.Rules.Grace. The zero value of each field means its
 // documented default.
 type Config struct {
-	// Compat selects the mode; see CompatTemporal.
-	Compat Compat
+	Rules
+	// Partition limits a pass to one part of the range_hash space (see
+	// Partition). Default: the whole space.
+	Partition Partition
+	// Resume, if set, is the checkpoint of an earlier pass to go on from:
+	// each walk starts after its position, and walks it marks done are
+	// skipped. Run refuses (ErrCheckpointMismatch) a checkpoint of another
+	// database (the store must implement store.Identifier), partition or
+	// Rules.
+	Resume *Checkpoint
+	Pace
+	Hooks
+}
 
+// Rules are the settings that decide what a pass deletes: what a
+// checkpoint's settings digest covers, what a Temporal workflow's pass
+// description carries, what the command's flags of "what to delete" set.
+// The JSON names are those of the pass description.
+type Rules struct {
+	// Compat selects the mode; see CompatTemporal.
+	Compat Compat `json:"compat,omitempty"`
+	// The opt-in rules of the default mode. CompatTemporal ignores them.
+
+	// PastLiveHead deletes expired tasks behind a live one. Safe: expiry
+	// is per task, and matching drops an expired task when it reaches it
+	// anyway; Temporal stops at the first live task only because it
+	// deletes by "task_id below", which must not cross a live task. Here
+	// only the expired runs between live tasks are deleted.
+	PastLiveHead bool `json:"past_live_head,omitempty"`
+	// BelowAckLevel deletes tasks at or below their subqueue's persisted
+	// ack level (v2: fair ack level on (pass, task_id)). Safe: matching
+	// has dispatched or dropped every such task and deletes them itself,
+	// but only while the queue is loaded.
+	BelowAckLevel bool `json:"below_ack_level,omitempty"`
+	// Orphans says which orphaned tasks (no queue row owns them) are
+	// deleted. Default OrphansExpired.
+	Orphans OrphanPolicy `json:"orphans,omitempty"`
+	// Grace is how long a queue must have been idle (by its
+	// last_update_time) before it may be deleted. Default 48h. A grace
+	// under MinGrace is refused unless UnsafeShortGrace is set.
+	Grace time.Duration `json:"grace,omitempty"`
+	// UnsafeShortGrace allows a Grace under MinGrace. Matching rewrites
+	// the row of a queue it holds only when something changed or every
+	// 12 h (so that a 48 h grace never sees a held queue as idle), and the
+	// range_id fence does not stop the deletion of a queue whose owner
+	// leased it before the listing: with a shorter grace, a pass can
+	// delete the row of a queue a matching host still holds. Tests with
+	// an injected clock and copies of a database with no Temporal running
+	// may set it.
+	UnsafeShortGrace bool `json:"unsafe_short_grace,omitempty"`
+	// DryRun reads and decides as usual but deletes nothing; the stats
+	// count what would have been deleted.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Namespaces limits a pass to queues (and orphans) of these
+	// namespaces. Default: all.
+	Namespaces []wire.NamespaceID `json:"namespaces,omitempty"`
+	// ProtectedPrefixes lists queue-name prefixes never deleted. nil
+	// means Temporal's list (TemporalProtectedPrefix); an empty non-nil
+	// slice protects nothing.
+	ProtectedPrefixes []string `json:"protected_prefixes"`
+	// QueueGlob limits a pass to queues whose name matches this
+	// path.Match pattern. Default: all. Orphans have no name: a pass with
+	// a QueueGlob skips the orphan scan.
+	QueueGlob string `json:"queue_glob,omitempty"`
+	// Tables limits a pass to these table versions. Default: v1 in
+	// CompatTemporal; every table present otherwise.
+	Tables []store.Table `json:"tables,omitempty"`
+}
+
+// Pace is how fast and how carefully a pass works: none of it changes what
+// is deleted.
+type Pace struct {
 	// Workers is the number of jobs run at once. Default 4 (Temporal: 32).
 	Workers int
 	// ListPageSize is how many queue rows one listing statement reads.
@@ -87,19 +160,6 @@ type Config struct {
 	// MaxDeferred caps the deferred list; a job deferred beyond it is
 	// dropped for this pass and counted. Default 10000.
 	MaxDeferred int
-	// Grace is how long a queue must have been idle (by its
-	// last_update_time) before it may be deleted. Default 48h. A grace
-	// under MinGrace is refused unless UnsafeShortGrace is set.
-	Grace time.Duration
-	// UnsafeShortGrace allows a Grace under MinGrace. Matching rewrites
-	// the row of a queue it holds only when something changed or every
-	// 12 h (so that a 48 h grace never sees a held queue as idle), and the
-	// range_id fence does not stop the deletion of a queue whose owner
-	// leased it before the listing: with a shorter grace, a pass can
-	// delete the row of a queue a matching host still holds. Tests with
-	// an injected clock and copies of a database with no Temporal running
-	// may set it.
-	UnsafeShortGrace bool
 	// SlowStatement is how long a scan or delete may take before the
 	// batch size is halved (tqscavenger's mode). Default 1s.
 	SlowStatement time.Duration
@@ -112,72 +172,14 @@ type Config struct {
 	// instead of a pass that never ends. Default 5m.
 	RetryFor time.Duration
 
-	// ProtectedPrefixes lists queue-name prefixes never deleted. nil
-	// means Temporal's list (TemporalProtectedPrefix); an empty non-nil
-	// slice protects nothing.
-	ProtectedPrefixes []string
-
-	// DryRun reads and decides as usual but deletes nothing; the stats
-	// count what would have been deleted.
-	DryRun bool
-
-	// Now is the clock. Default time.Now. It exists for tests and
-	// embedders: reruns on copies of a database pin it, and tests move it
-	// to prove that their checks catch a scavenger with a wrong clock.
-	Now func() time.Time
-
-	// Logger receives the pass's logs. Default slog.Default().
-	Logger *slog.Logger
-
-	// Lock, if set, is the one-scavenger-at-a-time lock the caller holds
-	// for this pass. The pass checks it every LockCheckInterval; when it
-	// is lost, the pass stops taking new work, cancels its statements in
-	// flight and fails with an error wrapping store.ErrLockLost. So two
-	// scavengers never work at once for longer than the interval plus one
-	// check (LockCheckInterval + LockCheckTimeout).
-	Lock store.Lock
-	// LockCheckInterval is how often Lock is checked. Default 5s.
+	// LockCheckInterval is how often Hooks.Lock is checked. Default 5s.
 	LockCheckInterval time.Duration
 	// LockCheckTimeout bounds one check; a check that does not answer in
 	// time counts as a lost lock. Default 3s.
 	LockCheckTimeout time.Duration
-
-	// Resume, if set, is the checkpoint of an earlier pass to go on from:
-	// each walk starts after its position, and walks it marks done are
-	// skipped. Run refuses (ErrCheckpointMismatch) a checkpoint of another
-	// database (the store must implement store.Identifier), partition or
-	// settings of what to delete.
-	Resume *Checkpoint
-	// Checkpoint, if set, receives the pass's positions as they advance
-	// (at most every CheckpointInterval, at once when a walk is done, and
-	// when the pass ends before it completes), one call at a time. An
-	// error is logged and the pass goes on. A pass that completes has
-	// nothing left to resume: the caller clears what it saved.
-	Checkpoint func(ctx context.Context, cp Checkpoint) error
-	// CheckpointInterval bounds how often Checkpoint is called. Default
-	// 1s.
+	// CheckpointInterval bounds how often Hooks.Checkpoint is called.
+	// Default 1s.
 	CheckpointInterval time.Duration
-
-	// Middleware wraps the store of every pass, outermost first, inside
-	// the pass's own shutdown gate and rate limits. It exists for tests
-	// and embedders: to inject faults, hold a call until something has
-	// happened, trace or count calls. A middleware must pass each call on
-	// unchanged to keep the pass's guarantees.
-	Middleware []store.Middleware
-
-	// Tables limits a pass to these table versions. Default: v1 in
-	// CompatTemporal; every table present otherwise.
-	Tables []store.Table
-	// Namespaces limits a pass to queues (and orphans) of these
-	// namespaces. Default: all.
-	Namespaces []wire.NamespaceID
-	// Partition limits a pass to one part of the range_hash space (see
-	// Partition). Default: the whole space.
-	Partition Partition
-	// QueueGlob limits a pass to queues whose name matches this
-	// path.Match pattern. Default: all. Orphans have no name: a pass with
-	// a QueueGlob skips the orphan scan.
-	QueueGlob string
 
 	// MaxDeletesPerSecond caps the rows (tasks and queue rows) deleted
 	// per second, averaged over a second; 0 means unlimited, as Temporal.
@@ -195,23 +197,42 @@ type Config struct {
 	// median may get before YieldToLoad backs off. Default 2; it must be
 	// more than 1.
 	YieldFactor float64
+}
 
-	// The opt-in rules of the default mode. CompatTemporal ignores them.
+// Hooks are what an embedder plugs into a pass: the clock, the logger, the
+// lock it holds, where checkpoints go, store middleware.
+type Hooks struct {
+	// Now is the clock. Default time.Now. It exists for tests and
+	// embedders: reruns on copies of a database pin it, and tests move it
+	// to prove that their checks catch a scavenger with a wrong clock.
+	Now func() time.Time
 
-	// PastLiveHead deletes expired tasks behind a live one. Safe: expiry
-	// is per task, and matching drops an expired task when it reaches it
-	// anyway; Temporal stops at the first live task only because it
-	// deletes by "task_id below", which must not cross a live task. Here
-	// only the expired runs between live tasks are deleted.
-	PastLiveHead bool
-	// BelowAckLevel deletes tasks at or below their subqueue's persisted
-	// ack level (v2: fair ack level on (pass, task_id)). Safe: matching
-	// has dispatched or dropped every such task and deletes them itself,
-	// but only while the queue is loaded.
-	BelowAckLevel bool
-	// Orphans says which orphaned tasks (no queue row owns them) are
-	// deleted. Default OrphansExpired.
-	Orphans OrphanPolicy
+	// Logger receives the pass's logs. Default slog.Default().
+	Logger *slog.Logger
+
+	// Lock, if set, is the one-scavenger-at-a-time lock the caller holds
+	// for this pass. The pass checks it every Pace.LockCheckInterval;
+	// when it is lost, the pass stops taking new work, cancels its
+	// statements in flight and fails with an error wrapping
+	// store.ErrLockLost. So two scavengers never work at once for longer
+	// than the interval plus one check (LockCheckInterval +
+	// LockCheckTimeout).
+	Lock store.Lock
+
+	// Checkpoint, if set, receives the pass's positions as they advance
+	// (at most every Pace.CheckpointInterval, at once when a walk is
+	// done, and when the pass ends before it completes), one call at a
+	// time. An error is logged and the pass goes on. A pass that
+	// completes has nothing left to resume: the caller clears what it
+	// saved.
+	Checkpoint func(ctx context.Context, cp Checkpoint) error
+
+	// Middleware wraps the store of every pass, outermost first, inside
+	// the pass's own shutdown gate and rate limits. It exists for tests
+	// and embedders: to inject faults, hold a call until something has
+	// happened, trace or count calls. A middleware must pass each call on
+	// unchanged to keep the pass's guarantees.
+	Middleware []store.Middleware
 }
 
 // OrphanPolicy selects which orphaned tasks a pass deletes.
@@ -242,43 +263,57 @@ func orDefault[T int | time.Duration](v, d T) T {
 // configuration a pass runs with. Help texts and the configuration the
 // command prints read their defaults from here.
 func (c Config) WithDefaults() Config {
-	workers, page, batch, perJob := DefaultWorkers, DefaultListPageSize, DefaultTaskBatchSize, DefaultTasksPerJob
-	if c.Compat == CompatTemporal {
-		workers, page, batch, perJob = TemporalWorkers, TemporalListPageSize, TemporalTaskBatchSize, TemporalTasksPerJob
-	}
-	c.Workers = orDefault(c.Workers, workers)
-	c.ListPageSize = orDefault(c.ListPageSize, page)
-	c.TaskBatchSize = orDefault(c.TaskBatchSize, batch)
-	c.TasksPerJob = orDefault(c.TasksPerJob, perJob)
-	c.SlowStatement = orDefault(c.SlowStatement, time.Second)
-	c.MaxDeferred = orDefault(c.MaxDeferred, TemporalMaxDeferred)
-	c.Grace = orDefault(c.Grace, TemporalGrace)
-	c.RetryInitial = orDefault(c.RetryInitial, TemporalRetryInitial)
-	c.RetryMax = orDefault(c.RetryMax, TemporalRetryMax)
-	c.RetryFor = orDefault(c.RetryFor, DefaultRetryFor)
-	c.LockCheckInterval = orDefault(c.LockCheckInterval, DefaultLockCheckInterval)
-	c.LockCheckTimeout = orDefault(c.LockCheckTimeout, DefaultLockCheckTimeout)
-	c.CheckpointInterval = orDefault(c.CheckpointInterval, DefaultCheckpointInterval)
-	if c.YieldFactor <= 0 {
-		c.YieldFactor = DefaultYieldFactor
-	}
-	if c.ProtectedPrefixes == nil {
-		c.ProtectedPrefixes = []string{TemporalProtectedPrefix}
-	}
+	c.Rules = c.Rules.withDefaults()
+	c.Pace = c.Pace.withDefaults(c.Compat)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Orphans == "" {
-		c.Orphans = OrphansExpired
-	}
-	if c.Compat == CompatTemporal {
-		c.Tables = []store.Table{store.V1}
-		c.PastLiveHead, c.BelowAckLevel, c.Orphans = false, false, OrphansNone
-	}
 	return c
+}
+
+// withDefaults returns r with every zero field set to its default.
+// CompatTemporal turns the opt-in rules off and keeps to the v1 tables.
+func (r Rules) withDefaults() Rules {
+	r.Grace = orDefault(r.Grace, TemporalGrace)
+	if r.ProtectedPrefixes == nil {
+		r.ProtectedPrefixes = []string{TemporalProtectedPrefix}
+	}
+	if r.Orphans == "" {
+		r.Orphans = OrphansExpired
+	}
+	if r.Compat == CompatTemporal {
+		r.Tables = []store.Table{store.V1}
+		r.PastLiveHead, r.BelowAckLevel, r.Orphans = false, false, OrphansNone
+	}
+	return r
+}
+
+// withDefaults returns p with every zero field set to its default in the
+// mode compat.
+func (p Pace) withDefaults(compat Compat) Pace {
+	workers, page, batch, perJob := DefaultWorkers, DefaultListPageSize, DefaultTaskBatchSize, DefaultTasksPerJob
+	if compat == CompatTemporal {
+		workers, page, batch, perJob = TemporalWorkers, TemporalListPageSize, TemporalTaskBatchSize, TemporalTasksPerJob
+	}
+	p.Workers = orDefault(p.Workers, workers)
+	p.ListPageSize = orDefault(p.ListPageSize, page)
+	p.TaskBatchSize = orDefault(p.TaskBatchSize, batch)
+	p.TasksPerJob = orDefault(p.TasksPerJob, perJob)
+	p.SlowStatement = orDefault(p.SlowStatement, time.Second)
+	p.MaxDeferred = orDefault(p.MaxDeferred, TemporalMaxDeferred)
+	p.RetryInitial = orDefault(p.RetryInitial, TemporalRetryInitial)
+	p.RetryMax = orDefault(p.RetryMax, TemporalRetryMax)
+	p.RetryFor = orDefault(p.RetryFor, DefaultRetryFor)
+	p.LockCheckInterval = orDefault(p.LockCheckInterval, DefaultLockCheckInterval)
+	p.LockCheckTimeout = orDefault(p.LockCheckTimeout, DefaultLockCheckTimeout)
+	p.CheckpointInterval = orDefault(p.CheckpointInterval, DefaultCheckpointInterval)
+	if p.YieldFactor <= 0 {
+		p.YieldFactor = DefaultYieldFactor
+	}
+	return p
 }
 
 // ErrShortGrace is wrapped by Validate's error for a Grace under MinGrace

@@ -124,7 +124,7 @@ func TestFixtureTemporalCompat(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			path := fixture.Path(t, name)
-			fixturePass(t, path, scavenger.Config{Compat: scavenger.CompatTemporal})
+			fixturePass(t, path, scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}})
 			got, want := readRows(t, path), readRows(t, fixture.Path(t, name+afterSuffix))
 			for table, w := range want {
 				g := got[table]
@@ -170,7 +170,7 @@ func TestFixtureDefaultMode(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/past-live-head=%v", name, pastLiveHead), func(t *testing.T) {
 				path := fixture.Path(t, name)
 				before := readRows(t, path)
-				fixturePass(t, path, scavenger.Config{PastLiveHead: pastLiveHead})
+				fixturePass(t, path, scavenger.Config{Rules: scavenger.Rules{PastLiveHead: pastLiveHead}})
 				after := readRows(t, path)
 				var temporal dbRows
 				for _, n := range fixturesWithOutcome() {

@@ -26,18 +26,22 @@ var writeGolden = os.Getenv("TQS_WRITE_GOLDEN") != ""
 // testdata/settings-digests.json by the build before the config split.
 func digestCases() map[string]scavenger.Config {
 	ns, _ := wire.ParseNamespaceID("32049b68-7872-4094-8e63-d0dd59896a83")
+	type (
+		R = scavenger.Rules
+		P = scavenger.Pace
+	)
 	return map[string]scavenger.Config{
 		"zero":           {},
-		"temporal":       {Compat: scavenger.CompatTemporal},
-		"dry run":        {DryRun: true},
-		"grace 72h":      {Grace: 72 * time.Hour},
-		"short grace":    {Grace: time.Hour, UnsafeShortGrace: true},
-		"opt-in rules":   {PastLiveHead: true, BelowAckLevel: true, Orphans: scavenger.OrphansAll},
-		"no orphans":     {Orphans: scavenger.OrphansNone},
-		"protect none":   {ProtectedPrefixes: []string{}},
-		"protect two":    {ProtectedPrefixes: []string{"b-", "a-"}},
-		"scope":          {Tables: []store.Table{store.V2, store.V1}, Namespaces: []wire.NamespaceID{ns}, QueueGlob: "orders-*"},
-		"pace not in it": {Workers: 9, ListPageSize: 7, TaskBatchSize: 5, TasksPerJob: 50, MaxDeletesPerSecond: 3, Partition: scavenger.Partition{Index: 1, Count: 2}},
+		"temporal":       {Rules: R{Compat: scavenger.CompatTemporal}},
+		"dry run":        {Rules: R{DryRun: true}},
+		"grace 72h":      {Rules: R{Grace: 72 * time.Hour}},
+		"short grace":    {Rules: R{Grace: time.Hour, UnsafeShortGrace: true}},
+		"opt-in rules":   {Rules: R{PastLiveHead: true, BelowAckLevel: true, Orphans: scavenger.OrphansAll}},
+		"no orphans":     {Rules: R{Orphans: scavenger.OrphansNone}},
+		"protect none":   {Rules: R{ProtectedPrefixes: []string{}}},
+		"protect two":    {Rules: R{ProtectedPrefixes: []string{"b-", "a-"}}},
+		"scope":          {Rules: R{Tables: []store.Table{store.V2, store.V1}, Namespaces: []wire.NamespaceID{ns}, QueueGlob: "orders-*"}},
+		"pace not in it": {Pace: P{Workers: 9, ListPageSize: 7, TaskBatchSize: 5, TasksPerJob: 50, MaxDeletesPerSecond: 3}, Partition: scavenger.Partition{Index: 1, Count: 2}},
 	}
 }
 

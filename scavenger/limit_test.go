@@ -63,8 +63,8 @@ func TestLimiterSetRate(t *testing.T) {
 // TestTune: Tune changes the limits and the retry budget Config reports,
 // and refuses an invalid configuration without changing anything.
 func TestTune(t *testing.T) {
-	s := New(nil, Config{MaxDeletesPerSecond: 5})
-	if err := s.Tune(Config{MaxDeletesPerSecond: 50, MaxStatementsPerSecond: 7, RetryFor: time.Minute, Grace: 72 * time.Hour}); err != nil {
+	s := New(nil, Config{Pace: Pace{MaxDeletesPerSecond: 5}})
+	if err := s.Tune(Config{Rules: Rules{Grace: 72 * time.Hour}, Pace: Pace{MaxDeletesPerSecond: 50, MaxStatementsPerSecond: 7, RetryFor: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
 	c := s.Config()
@@ -74,7 +74,7 @@ func TestTune(t *testing.T) {
 	if c.Grace != TemporalGrace {
 		t.Errorf("Tune changed the grace of the pass to %s", c.Grace)
 	}
-	if err := s.Tune(Config{MaxDeletesPerSecond: 1, Grace: time.Hour}); err == nil {
+	if err := s.Tune(Config{Rules: Rules{Grace: time.Hour}, Pace: Pace{MaxDeletesPerSecond: 1}}); err == nil {
 		t.Error("Tune took a grace under the floor")
 	}
 	if s.Config().MaxDeletesPerSecond != 50 {

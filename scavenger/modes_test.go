@@ -36,15 +36,15 @@ func TestModes(t *testing.T) {
 		want      []subqueueState
 		wantQueue bool
 	}{
-		{"temporal: subqueue 0 only, stops at the live head", scavenger.Config{Compat: scavenger.CompatTemporal}, store.V1,
+		{"temporal: subqueue 0 only, stops at the live head", scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}}, store.V1,
 			[]subqueueState{{30, 10}, {30, 10}, {30, 10}}, true},
 		{"default: stops at the live head in every subqueue", scavenger.Config{}, store.V1,
 			[]subqueueState{{30, 10}, {30, 10}, {30, 10}}, true},
-		{"past-live-head: every expired task", scavenger.Config{PastLiveHead: true}, store.V1,
+		{"past-live-head: every expired task", scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true}}, store.V1,
 			[]subqueueState{{0, 10}, {0, 10}, {0, 10}}, true},
-		{"past-live-head on v2", scavenger.Config{PastLiveHead: true}, store.V2,
+		{"past-live-head on v2", scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true}}, store.V2,
 			[]subqueueState{{0, 10}, {0, 10}, {0, 10}}, true},
-		{"dry run deletes nothing", scavenger.Config{PastLiveHead: true, DryRun: true}, store.V1,
+		{"dry run deletes nothing", scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true, DryRun: true}}, store.V1,
 			[]subqueueState{{30, 10}, {30, 10}, {30, 10}}, true},
 	}
 	forEachEngine(t, func(t *testing.T, db *sqlstore.DB) {
@@ -302,9 +302,9 @@ func TestScope(t *testing.T) {
 		cfg      scavenger.Config
 		wantLeft map[string]int // queue name -> tasks left
 	}{
-		{"namespace", scavenger.Config{Namespaces: []wire.NamespaceID{other}}, map[string]int{"a-0": 10, "b-0": 10, "o-0": 0}},
-		{"glob", scavenger.Config{QueueGlob: "a-*"}, map[string]int{"a-0": 0, "b-0": 10, "o-0": 10}},
-		{"v2 only", scavenger.Config{Tables: []store.Table{store.V2}}, map[string]int{"a-0": 10, "b-0": 10, "o-0": 10}},
+		{"namespace", scavenger.Config{Rules: scavenger.Rules{Namespaces: []wire.NamespaceID{other}}}, map[string]int{"a-0": 10, "b-0": 10, "o-0": 0}},
+		{"glob", scavenger.Config{Rules: scavenger.Rules{QueueGlob: "a-*"}}, map[string]int{"a-0": 0, "b-0": 10, "o-0": 10}},
+		{"v2 only", scavenger.Config{Rules: scavenger.Rules{Tables: []store.Table{store.V2}}}, map[string]int{"a-0": 10, "b-0": 10, "o-0": 10}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -211,7 +211,7 @@ func TestShortGraceRefused(t *testing.T) {
 		{10 * time.Second, true, true},
 		{time.Nanosecond, true, true},
 	} {
-		err := scavenger.Config{Grace: c.grace, UnsafeShortGrace: c.unsafe}.Validate()
+		err := scavenger.Config{Rules: scavenger.Rules{Grace: c.grace, UnsafeShortGrace: c.unsafe}}.Validate()
 		if c.ok != (err == nil) || (err != nil && !errors.Is(err, scavenger.ErrShortGrace)) {
 			t.Errorf("grace %s unsafe %v: %v", c.grace, c.unsafe, err)
 		}

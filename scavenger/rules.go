@@ -120,8 +120,8 @@ type queueFacts struct {
 	empty, otherTasks bool
 }
 
-// ruleBook is what walkers ask. rules is the book; tests wrap it to prove
-// that every walker defers to it.
+// ruleBook is what walkers ask. Rules, defaults filled in, is the book;
+// tests wrap it to prove that every walker defers to it.
 type ruleBook interface {
 	// task judges a task of subqueue sq; behind: a task before it in the
 	// subqueue was kept (as live or bad) by this pass.
@@ -137,28 +137,10 @@ type ruleBook interface {
 	namespaceInScope(id []byte) bool
 }
 
-// rules are the rules in force for a pass: the settings of Config that
-// decide deletion, defaults filled in.
-type rules struct {
-	grace         time.Duration
-	pastLiveHead  bool
-	belowAckLevel bool
-	orphans       OrphanPolicy
-	protected     []string
-	namespaces    []wire.NamespaceID
-	queueGlob     string
-}
-
-// rulesOf returns the rule book of c, whose defaults are filled in.
-func rulesOf(c Config) rules {
-	return rules{grace: c.Grace, pastLiveHead: c.PastLiveHead, belowAckLevel: c.BelowAckLevel, orphans: c.Orphans,
-		protected: c.ProtectedPrefixes, namespaces: c.Namespaces, queueGlob: c.QueueGlob}
-}
-
-func (r rules) task(sq subqueue, row store.TaskRow, behind bool, now time.Time) Verdict {
+func (r Rules) task(sq subqueue, row store.TaskRow, behind bool, now time.Time) Verdict {
 	times, err := wire.DecodeTaskTimes(row.Encoding, row.Data)
 	expired := err == nil && wire.Expired(times.ExpiryTime, now)
-	if behind && !r.pastLiveHead {
+	if behind && !r.PastLiveHead {
 		if expired {
 			return Verdict{Why: WhyExpiredBehindHead, Stop: true}
 		}
@@ -169,30 +151,30 @@ func (r rules) task(sq subqueue, row store.TaskRow, behind bool, now time.Time) 
 		return Verdict{Why: WhyPastLiveHead}
 	case expired:
 		return Verdict{Why: WhyExpired}
-	case r.belowAckLevel && sq.HasAck && !sq.Ack.Less(row.Key):
+	case r.BelowAckLevel && sq.HasAck && !sq.Ack.Less(row.Key):
 		// Its position alone proves it dispatched: it goes even if its
 		// blob does not decode (and is reported as a bad row).
 		return Verdict{Why: WhyBelowAckLevel, Err: err}
 	case err != nil:
-		return Verdict{Why: WhyBad, Err: err, Stop: !r.pastLiveHead}
+		return Verdict{Why: WhyBad, Err: err, Stop: !r.PastLiveHead}
 	}
-	return Verdict{Why: WhyLive, Stop: !r.pastLiveHead}
+	return Verdict{Why: WhyLive, Stop: !r.PastLiveHead}
 }
 
-func (r rules) orphan(row store.TaskRow, now time.Time) Verdict {
+func (r Rules) orphan(row store.TaskRow, now time.Time) Verdict {
 	times, err := wire.DecodeTaskTimes(row.Encoding, row.Data)
 	switch {
 	case err != nil:
 		return Verdict{Why: WhyBad, Err: err}
 	case wire.Expired(times.ExpiryTime, now):
 		return Verdict{Why: WhyOrphanExpired}
-	case r.orphans == OrphansAll && !times.CreateTime.IsZero() && times.CreateTime.Unix() > 0 && now.Sub(times.CreateTime) >= r.grace:
+	case r.Orphans == OrphansAll && !times.CreateTime.IsZero() && times.CreateTime.Unix() > 0 && now.Sub(times.CreateTime) >= r.Grace:
 		return Verdict{Why: WhyOrphanOld}
 	}
 	return Verdict{Why: WhyLive}
 }
 
-func (r rules) queue(q queueFacts, now time.Time) Verdict {
+func (r Rules) queue(q queueFacts, now time.Time) Verdict {
 	switch {
 	case q.bad:
 		return Verdict{Why: WhyBad}
@@ -200,7 +182,7 @@ func (r rules) queue(q queueFacts, now time.Time) Verdict {
 		return Verdict{Why: WhyNotEmpty}
 	case r.isProtected(q.name):
 		return Verdict{Why: WhyProtected}
-	case now.Sub(q.lastUpdate) < r.grace:
+	case now.Sub(q.lastUpdate) < r.Grace:
 		return Verdict{Why: WhyBusy}
 	case q.otherTasks:
 		return Verdict{Why: WhyOtherTableTasks}
@@ -209,8 +191,8 @@ func (r rules) queue(q queueFacts, now time.Time) Verdict {
 }
 
 // isProtected reports whether a queue of this name must never be deleted.
-func (r rules) isProtected(name string) bool {
-	for _, pre := range r.protected {
+func (r Rules) isProtected(name string) bool {
+	for _, pre := range r.ProtectedPrefixes {
 		if strings.HasPrefix(name, pre) {
 			return true
 		}
@@ -218,25 +200,25 @@ func (r rules) isProtected(name string) bool {
 	return false
 }
 
-// inScope applies Config.Namespaces and Config.QueueGlob to a queue row.
-func (r rules) inScope(key store.QueueKey, name string) bool {
+// inScope applies Namespaces and QueueGlob to a queue row.
+func (r Rules) inScope(key store.QueueKey, name string) bool {
 	if !r.namespaceInScope(key.ID) {
 		return false
 	}
-	if r.queueGlob != "" {
-		ok, _ := path.Match(r.queueGlob, name)
+	if r.QueueGlob != "" {
+		ok, _ := path.Match(r.QueueGlob, name)
 		return ok
 	}
 	return true
 }
 
 // namespaceInScope reports whether a task_queue_id starts with one of the
-// namespaces of Config.Namespaces.
-func (r rules) namespaceInScope(id []byte) bool {
-	if len(r.namespaces) == 0 {
+// Namespaces.
+func (r Rules) namespaceInScope(id []byte) bool {
+	if len(r.Namespaces) == 0 {
 		return true
 	}
-	for _, ns := range r.namespaces {
+	for _, ns := range r.Namespaces {
 		if len(id) >= 16 && string(id[:16]) == string(ns[:]) {
 			return true
 		}

@@ -32,7 +32,7 @@ func TestRuleBookTasks(t *testing.T) {
 	noAck := subqueue{}
 	cases := []struct {
 		name   string
-		r      rules
+		r      Rules
 		sq     subqueue
 		row    store.TaskRow
 		behind bool
@@ -41,24 +41,24 @@ func TestRuleBookTasks(t *testing.T) {
 		del    bool
 		err    bool
 	}{
-		{"expired", rules{}, noAck, expired, false, WhyExpired, false, true, false},
-		{"live", rules{}, noAck, live, false, WhyLive, true, false, false},
-		{"never expires", rules{}, noAck, never, false, WhyLive, true, false, false},
-		{"live with past-live-head does not stop", rules{pastLiveHead: true}, noAck, live, false, WhyLive, false, false, false},
-		{"unreadable: kept, stops", rules{}, noAck, bad, false, WhyBad, true, false, true},
-		{"unreadable with past-live-head", rules{pastLiveHead: true}, noAck, bad, false, WhyBad, false, false, true},
-		{"below the ack level", rules{belowAckLevel: true}, ack, live, false, WhyBelowAckLevel, false, true, false},
-		{"below the ack level without the rule", rules{}, ack, live, false, WhyLive, true, false, false},
-		{"expired wins over below the ack level", rules{belowAckLevel: true}, ack, expired, false, WhyExpired, false, true, false},
-		{"above the ack level", rules{belowAckLevel: true}, subqueue{Ack: store.TaskKey{Pass: 1, ID: 4}, HasAck: true}, live, false, WhyLive, true, false, false},
-		{"no ack level recorded", rules{belowAckLevel: true}, noAck, live, false, WhyLive, true, false, false},
-		{"unreadable below the ack level goes, reported", rules{belowAckLevel: true}, ack, bad, false, WhyBelowAckLevel, false, true, true},
-		{"expired behind a live head", rules{}, noAck, expired, true, WhyExpiredBehindHead, true, false, false},
-		{"live behind a live head", rules{}, noAck, live, true, WhyBehindHead, true, false, false},
-		{"unreadable behind a live head: not decided", rules{}, noAck, bad, true, WhyBehindHead, true, false, false},
-		{"below the ack level behind a live head: not decided", rules{belowAckLevel: true}, ack, live, true, WhyBehindHead, true, false, false},
-		{"expired past the live head", rules{pastLiveHead: true}, noAck, expired, true, WhyPastLiveHead, false, true, false},
-		{"live past the live head", rules{pastLiveHead: true}, noAck, live, true, WhyLive, false, false, false},
+		{"expired", Rules{}, noAck, expired, false, WhyExpired, false, true, false},
+		{"live", Rules{}, noAck, live, false, WhyLive, true, false, false},
+		{"never expires", Rules{}, noAck, never, false, WhyLive, true, false, false},
+		{"live with past-live-head does not stop", Rules{PastLiveHead: true}, noAck, live, false, WhyLive, false, false, false},
+		{"unreadable: kept, stops", Rules{}, noAck, bad, false, WhyBad, true, false, true},
+		{"unreadable with past-live-head", Rules{PastLiveHead: true}, noAck, bad, false, WhyBad, false, false, true},
+		{"below the ack level", Rules{BelowAckLevel: true}, ack, live, false, WhyBelowAckLevel, false, true, false},
+		{"below the ack level without the rule", Rules{}, ack, live, false, WhyLive, true, false, false},
+		{"expired wins over below the ack level", Rules{BelowAckLevel: true}, ack, expired, false, WhyExpired, false, true, false},
+		{"above the ack level", Rules{BelowAckLevel: true}, subqueue{Ack: store.TaskKey{Pass: 1, ID: 4}, HasAck: true}, live, false, WhyLive, true, false, false},
+		{"no ack level recorded", Rules{BelowAckLevel: true}, noAck, live, false, WhyLive, true, false, false},
+		{"unreadable below the ack level goes, reported", Rules{BelowAckLevel: true}, ack, bad, false, WhyBelowAckLevel, false, true, true},
+		{"expired behind a live head", Rules{}, noAck, expired, true, WhyExpiredBehindHead, true, false, false},
+		{"live behind a live head", Rules{}, noAck, live, true, WhyBehindHead, true, false, false},
+		{"unreadable behind a live head: not decided", Rules{}, noAck, bad, true, WhyBehindHead, true, false, false},
+		{"below the ack level behind a live head: not decided", Rules{BelowAckLevel: true}, ack, live, true, WhyBehindHead, true, false, false},
+		{"expired past the live head", Rules{PastLiveHead: true}, noAck, expired, true, WhyPastLiveHead, false, true, false},
+		{"live past the live head", Rules{PastLiveHead: true}, noAck, live, true, WhyLive, false, false, false},
 	}
 	for _, c := range cases {
 		v := c.r.task(c.sq, c.row, c.behind, ruleNow)
@@ -93,7 +93,7 @@ func TestRuleBookOrphans(t *testing.T) {
 		{"unreadable", OrphansAll, bad, WhyBad, ""},
 	}
 	for _, c := range cases {
-		v := rules{grace: grace, orphans: c.policy}.orphan(c.row, ruleNow)
+		v := Rules{Grace: grace, Orphans: c.policy}.orphan(c.row, ruleNow)
 		if v.Why != c.want || (v.Why == WhyBad) != (v.Err != nil) {
 			t.Errorf("%s: %s (err %v), want %s", c.name, v.Why, v.Err, c.want)
 		}
@@ -105,7 +105,7 @@ func TestRuleBookOrphans(t *testing.T) {
 
 // TestRuleBookQueues covers every queue verdict, and the scope.
 func TestRuleBookQueues(t *testing.T) {
-	r := rules{grace: 48 * time.Hour, protected: []string{"temporal-sys-tl-scanner"}}
+	r := Rules{Grace: 48 * time.Hour, ProtectedPrefixes: []string{"temporal-sys-tl-scanner"}}
 	idle := ruleNow.Add(-48 * time.Hour)
 	cases := []struct {
 		name string
@@ -130,14 +130,14 @@ func TestRuleBookQueues(t *testing.T) {
 	key := store.QueueKey{ID: id}
 	for _, c := range []struct {
 		name string
-		r    rules
+		r    Rules
 		want bool
 	}{
-		{"no scope", rules{}, true},
-		{"its namespace", rules{namespaces: []wire.NamespaceID{ns}}, true},
-		{"another namespace", rules{namespaces: []wire.NamespaceID{{9}}}, false},
-		{"matching glob", rules{queueGlob: "orders-*"}, true},
-		{"other glob", rules{queueGlob: "payments-*"}, false},
+		{"no scope", Rules{}, true},
+		{"its namespace", Rules{Namespaces: []wire.NamespaceID{ns}}, true},
+		{"another namespace", Rules{Namespaces: []wire.NamespaceID{{9}}}, false},
+		{"matching glob", Rules{QueueGlob: "orders-*"}, true},
+		{"other glob", Rules{QueueGlob: "payments-*"}, false},
 	} {
 		if got := c.r.inScope(key, "orders-1"); got != c.want {
 			t.Errorf("scope %s: %t, want %t", c.name, got, c.want)
@@ -182,8 +182,8 @@ func TestEveryWalkerDefersToTheRuleBook(t *testing.T) {
 		{"v1 walk of subqueues", seed.Spec{Queues: 2, Subqueues: 2, TasksPerQueue: 10, Expired: 0.5, IdleAge: 72 * time.Hour}, Config{}, false},
 		{"v2 window", seed.Spec{Table: store.V2, Queues: 3, TasksPerQueue: 10, Expired: 0.5, IdleAge: 72 * time.Hour}, Config{}, false},
 		{"v2 walk of subqueues", seed.Spec{Table: store.V2, Queues: 2, Subqueues: 2, TasksPerQueue: 10, Expired: 0.5, IdleAge: 72 * time.Hour}, Config{}, false},
-		{"v1 past the live head", seed.Spec{Queues: 2, TasksPerQueue: 10, Expired: 0.5, Layout: seed.LiveFirst, IdleAge: 72 * time.Hour}, Config{PastLiveHead: true}, false},
-		{"temporal mode", seed.Spec{Queues: 3, TasksPerQueue: 40, Expired: 0.5, IdleAge: 72 * time.Hour}, Config{Compat: CompatTemporal}, false},
+		{"v1 past the live head", seed.Spec{Queues: 2, TasksPerQueue: 10, Expired: 0.5, Layout: seed.LiveFirst, IdleAge: 72 * time.Hour}, Config{Rules: Rules{PastLiveHead: true}}, false},
+		{"temporal mode", seed.Spec{Queues: 3, TasksPerQueue: 40, Expired: 0.5, IdleAge: 72 * time.Hour}, Config{Rules: Rules{Compat: CompatTemporal}}, false},
 		{"orphans", seed.Spec{Queues: 1, TasksPerQueue: 20, Expired: 0.5, IdleAge: 72 * time.Hour}, Config{}, true},
 	}
 	pass := func(t *testing.T, c int, flip bool) (Stats, int) {
@@ -241,7 +241,7 @@ func TestEveryWalkerDefersToTheRuleBook(t *testing.T) {
 					flipStats.TasksDeleted, flipLeft, trueLeft)
 			}
 			if c.orphan && (trueStats.OrphansFound == 0 || flipStats.OrphansLeft != flipStats.OrphansFound) {
-				t.Errorf("orphans: found %d (true book), left %d of %d (flipped)", trueStats.OrphansFound, flipStats.OrphansLeft, flipStats.OrphansFound)
+				t.Errorf("Orphans: found %d (true book), left %d of %d (flipped)", trueStats.OrphansFound, flipStats.OrphansLeft, flipStats.OrphansFound)
 			}
 		})
 	}

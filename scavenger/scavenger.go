@@ -69,7 +69,7 @@ type Scavenger struct {
 // New returns a Scavenger for st. An invalid cfg is reported by Run.
 func New(st store.Store, cfg Config) *Scavenger {
 	cfg = cfg.WithDefaults()
-	return &Scavenger{st: st, cfg: cfg, book: rulesOf(cfg), tune: newTunables(cfg), closing: make(chan struct{})}
+	return &Scavenger{st: st, cfg: cfg, book: cfg.Rules, tune: newTunables(cfg), closing: make(chan struct{})}
 }
 
 // Config returns the configuration in effect, defaults filled in, with the

@@ -28,7 +28,7 @@ var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func baseConfig() scavenger.Config {
-	return scavenger.Config{Now: func() time.Time { return now }, Logger: quiet(), RetryInitial: time.Millisecond, RetryMax: 5 * time.Millisecond}
+	return scavenger.Config{Pace: scavenger.Pace{RetryInitial: time.Millisecond, RetryMax: 5 * time.Millisecond}, Hooks: scavenger.Hooks{Now: func() time.Time { return now }, Logger: quiet()}}
 }
 
 // forEachEngine runs f on a fresh store of every engine.

@@ -18,7 +18,7 @@ import (
 // baseline, its multiplicative decreases and additive increases.
 func TestYielderAIMD(t *testing.T) {
 	ms := time.Millisecond
-	y := newYielder(Config{Workers: 4, YieldFactor: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil)
+	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, nil)
 	steps := []struct {
 		name        string
 		lat         time.Duration // every statement of the window
@@ -71,7 +71,7 @@ func bitsLen(n int) int {
 // leaves at shutdown.
 func TestYielderSlots(t *testing.T) {
 	stop := make(chan struct{})
-	y := newYielder(Config{Workers: 4, YieldFactor: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, stop)
+	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, stop)
 	ctx := context.Background()
 	if err := y.acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -151,11 +151,7 @@ func TestYieldToLoad(t *testing.T) {
 		}
 		slow := &slowStore{from: 40, to: 80, delay: 20 * time.Millisecond}
 		var y *yielder
-		cfg := Config{
-			Now: func() time.Time { return now }, Workers: 4, TaskBatchSize: 50, TasksPerJob: 100,
-			YieldToLoad: yield, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Middleware: []store.Middleware{func(next store.Store) store.Store { slow.Store = next; return slow }},
-		}
+		cfg := Config{Pace: Pace{Workers: 4, TaskBatchSize: 50, TasksPerJob: 100, YieldToLoad: yield}, Hooks: Hooks{Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Middleware: []store.Middleware{func(next store.Store) store.Store { slow.Store = next; return slow }}}}
 		start := time.Now()
 		s := New(db, cfg)
 		s.onYielder = func(got *yielder) { y = got }

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // Table selects a generation of Temporal's task tables.
@@ -19,6 +20,12 @@ const (
 	// (pass, task_id).
 	V2 Table = 2
 )
+
+// MarshalJSON writes the version as its number: the codec's default for a
+// uint8, which a slice of them would otherwise lose (a []Table would be
+// written in base64, as a []byte is). Checkpoints and pass descriptions
+// hold versions this way.
+func (t Table) MarshalJSON() ([]byte, error) { return strconv.AppendUint(nil, uint64(t), 10), nil }
 
 // QueueTable names the table version's queue table in Temporal's schema.
 func (t Table) QueueTable() string {

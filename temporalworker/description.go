@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
-	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
@@ -37,20 +36,14 @@ type PassDescription struct {
 	// of the range_hash space. Default 1.
 	Partitions int `json:"partitions,omitempty"`
 
-	// What is deleted: the scavenger.Config fields of the same names.
-	Compat           string        `json:"compat,omitempty"`
-	PastLiveHead     bool          `json:"past_live_head,omitempty"`
-	BelowAckLevel    bool          `json:"below_ack_level,omitempty"`
-	Orphans          string        `json:"orphans,omitempty"`
-	Grace            time.Duration `json:"grace,omitempty"`
-	UnsafeShortGrace bool          `json:"unsafe_short_grace,omitempty"`
-	DryRun           bool          `json:"dry_run,omitempty"`
-	Namespaces       []string      `json:"namespaces,omitempty"`
-	// ProtectedPrefixes: nil means Temporal's list, an empty non-nil
-	// slice nothing (scavenger.Config.ProtectedPrefixes).
-	ProtectedPrefixes []string `json:"protected_prefixes"`
-	QueueGlob         string   `json:"queue_glob,omitempty"`
-	Tables            []int    `json:"tables,omitempty"`
+	// Rules are what is deleted: scavenger.Config's, under the JSON
+	// names of their tags, except Namespaces.
+	scavenger.Rules
+	// Namespaces are the rules' namespaces as UUIDs: this field, not the
+	// one of Rules (which the JSON codec does not see behind it), is the
+	// description's, so that a bad one is refused by Validate, with
+	// ErrBadDescription, rather than by the codec.
+	Namespaces []string `json:"namespaces,omitempty"`
 	// Now pins the pass's clock (reruns on copies of a database, tests).
 	// Zero: each worker's clock.
 	Now time.Time `json:"now,omitzero"`
@@ -130,33 +123,22 @@ func (d PassDescription) Validate() error {
 func (d PassDescription) Config(i int) (scavenger.Config, error) {
 	d = d.WithDefaults()
 	c := scavenger.Config{
-		Partition:              scavenger.Partition{Index: i, Count: d.Partitions},
-		CheckpointInterval:     d.CheckpointInterval,
-		Compat:                 scavenger.Compat(d.Compat),
-		PastLiveHead:           d.PastLiveHead,
-		BelowAckLevel:          d.BelowAckLevel,
-		Orphans:                scavenger.OrphanPolicy(d.Orphans),
-		Grace:                  d.Grace,
-		UnsafeShortGrace:       d.UnsafeShortGrace,
-		DryRun:                 d.DryRun,
-		QueueGlob:              d.QueueGlob,
-		ProtectedPrefixes:      d.ProtectedPrefixes,
-		Workers:                d.Workers,
-		ListPageSize:           d.ListPageSize,
-		TaskBatchSize:          d.TaskBatchSize,
-		TasksPerJob:            d.TasksPerJob,
-		MaxDeletesPerSecond:    d.MaxDeletesPerSecond / float64(d.Partitions),
-		MaxStatementsPerSecond: d.MaxStatementsPerSecond / float64(d.Partitions),
+		Rules:     d.Rules,
+		Partition: scavenger.Partition{Index: i, Count: d.Partitions},
+		Pace: scavenger.Pace{
+			CheckpointInterval: d.CheckpointInterval, Workers: d.Workers, ListPageSize: d.ListPageSize,
+			TaskBatchSize: d.TaskBatchSize, TasksPerJob: d.TasksPerJob,
+			MaxDeletesPerSecond:    d.MaxDeletesPerSecond / float64(d.Partitions),
+			MaxStatementsPerSecond: d.MaxStatementsPerSecond / float64(d.Partitions),
+		},
 	}
+	c.Rules.Namespaces = nil
 	for _, s := range d.Namespaces {
 		id, err := wire.ParseNamespaceID(s)
 		if err != nil {
 			return c, err
 		}
 		c.Namespaces = append(c.Namespaces, id)
-	}
-	for _, t := range d.Tables {
-		c.Tables = append(c.Tables, store.Table(t))
 	}
 	if d.Workers < 0 || d.ListPageSize < 0 || d.TaskBatchSize < 0 || d.TasksPerJob < 0 {
 		return c, errors.New("workers and sizes must not be negative")
@@ -245,18 +227,13 @@ func (t *Totals) Add(o Totals) {
 // statement timeouts) are the worker's own.
 func Describe(c scavenger.Config, now time.Time, n int, id string) PassDescription {
 	d := PassDescription{
-		DatabaseIdentity: id, Partitions: n,
-		Compat: string(c.Compat), PastLiveHead: c.PastLiveHead, BelowAckLevel: c.BelowAckLevel,
-		Orphans: string(c.Orphans), Grace: c.Grace, UnsafeShortGrace: c.UnsafeShortGrace, DryRun: c.DryRun,
-		QueueGlob: c.QueueGlob, ProtectedPrefixes: c.ProtectedPrefixes, Now: now,
+		DatabaseIdentity: id, Partitions: n, Rules: c.Rules, Now: now,
 		Workers: c.Workers, ListPageSize: c.ListPageSize, TaskBatchSize: c.TaskBatchSize, TasksPerJob: c.TasksPerJob,
 		MaxDeletesPerSecond: c.MaxDeletesPerSecond, MaxStatementsPerSecond: c.MaxStatementsPerSecond,
 	}
+	d.Rules.Namespaces = nil
 	for _, ns := range c.Namespaces {
 		d.Namespaces = append(d.Namespaces, ns.String())
-	}
-	for _, t := range c.Tables {
-		d.Tables = append(d.Tables, int(t))
 	}
 	return d
 }

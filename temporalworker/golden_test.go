@@ -52,15 +52,10 @@ func goldenConfigs() map[string]struct {
 		n   int
 	}
 	return map[string]c{
-		"defaults": {scavenger.Config{}, time.Time{}, 1},
-		"temporal": {scavenger.Config{Compat: scavenger.CompatTemporal}, time.Time{}, 4},
-		"everything": {scavenger.Config{
-			PastLiveHead: true, BelowAckLevel: true, Orphans: scavenger.OrphansAll, Grace: 3 * time.Hour, UnsafeShortGrace: true,
-			DryRun: true, QueueGlob: "orders-*", ProtectedPrefixes: []string{}, Namespaces: []wire.NamespaceID{ns},
-			Tables: []store.Table{store.V1, store.V2}, Workers: 3, ListPageSize: 50, TaskBatchSize: 100, TasksPerJob: 1000,
-			MaxDeletesPerSecond: 800, MaxStatementsPerSecond: 40,
-		}, now, 8},
-		"protected": {scavenger.Config{ProtectedPrefixes: []string{"keep-", "temporal-sys-"}}, time.Time{}, 2},
+		"defaults":   {scavenger.Config{}, time.Time{}, 1},
+		"temporal":   {scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}}, time.Time{}, 4},
+		"everything": {scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true, BelowAckLevel: true, Orphans: scavenger.OrphansAll, Grace: 3 * time.Hour, UnsafeShortGrace: true, DryRun: true, QueueGlob: "orders-*", ProtectedPrefixes: []string{}, Namespaces: []wire.NamespaceID{ns}, Tables: []store.Table{store.V1, store.V2}}, Pace: scavenger.Pace{Workers: 3, ListPageSize: 50, TaskBatchSize: 100, TasksPerJob: 1000, MaxDeletesPerSecond: 800, MaxStatementsPerSecond: 40}}, now, 8},
+		"protected":  {scavenger.Config{Rules: scavenger.Rules{ProtectedPrefixes: []string{"keep-", "temporal-sys-"}}}, time.Time{}, 2},
 	}
 }
 

@@ -63,7 +63,7 @@ func identity(t *testing.T, d Database) string {
 
 // describe returns a pass description for d with the pinned clock.
 func describe(t *testing.T, d Database, n int) PassDescription {
-	return PassDescription{DatabaseIdentity: identity(t, d), Partitions: n, Now: now, PastLiveHead: true}
+	return PassDescription{DatabaseIdentity: identity(t, d), Partitions: n, Now: now, Rules: scavenger.Rules{PastLiveHead: true}}
 }
 
 // cleanPass makes one full pass, as `run` does, over a fresh copy of the

@@ -159,7 +159,7 @@ func demoCmd(ctx context.Context, e *env, path string, lf *logFlags) error {
 	}
 	before.WriteText(e.stdout)
 
-	cfg := scavenger.Config{Now: func() time.Time { return now }, Logger: log}
+	cfg := scavenger.Config{Hooks: scavenger.Hooks{Now: func() time.Time { return now }, Logger: log}}
 	st, err := scavenger.New(db, cfg).Run(ctx)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 // `config` and the pass cannot disagree.
 var (
 	defaults       = scavenger.Config{}.WithDefaults()
-	temporalConfig = scavenger.Config{Compat: scavenger.CompatTemporal}.WithDefaults()
+	temporalConfig = scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}}.WithDefaults()
 	storeDefaults  = sqlstore.Options{}.WithDefaults()
 )
 

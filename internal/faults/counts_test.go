@@ -72,8 +72,7 @@ func TestCountsWithLostConnections(t *testing.T) {
 // faults and says how many there were.
 func runCounted(t *testing.T, db, st *sqlstore.DB, before state, w workload, faults func() int64) {
 	t.Helper()
-	cfg := scavenger.Config{ListPageSize: 5, TaskBatchSize: 100, RetryInitial: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-		RetryFor: 30 * time.Second, Logger: quiet}
+	cfg := scavenger.Config{Pace: scavenger.Pace{ListPageSize: 5, TaskBatchSize: 100, RetryInitial: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond, RetryFor: 30 * time.Second}, Hooks: scavenger.Hooks{Logger: quiet}}
 	stats, err := scavenger.New(st, cfg).Run(ctx)
 	n := faults()
 	direct := db

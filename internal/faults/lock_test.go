@@ -51,8 +51,7 @@ func TestLockLostStopsThePass(t *testing.T) {
 			rec1, rec2 := newRecorder(), newRecorder()
 			// Slow passes: each would take 15s or more alone.
 			cfg := func(l store.Lock, r *recorder) scavenger.Config {
-				return scavenger.Config{Lock: l, ListPageSize: 10, MaxStatementsPerSecond: 10,
-					Middleware: []store.Middleware{r.middleware()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				return scavenger.Config{Pace: scavenger.Pace{ListPageSize: 10, MaxStatementsPerSecond: 10}, Hooks: scavenger.Hooks{Lock: l, Middleware: []store.Middleware{r.middleware()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 			}
 			type result struct {
 				st  scavenger.Stats

@@ -35,11 +35,11 @@ var modes = []struct {
 	name string
 	cfg  scavenger.Config
 }{
-	{"compat-temporal", scavenger.Config{Compat: scavenger.CompatTemporal}},
+	{"compat-temporal", scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}}},
 	{"default", scavenger.Config{}},
-	{"past-live-head", scavenger.Config{PastLiveHead: true}},
-	{"below-ack-level", scavenger.Config{BelowAckLevel: true}},
-	{"orphans-all", scavenger.Config{Orphans: scavenger.OrphansAll}},
+	{"past-live-head", scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true}}},
+	{"below-ack-level", scavenger.Config{Rules: scavenger.Rules{BelowAckLevel: true}}},
+	{"orphans-all", scavenger.Config{Rules: scavenger.Rules{Orphans: scavenger.OrphansAll}}},
 }
 
 // budget is how long the safety test runs per engine, split evenly over
@@ -227,12 +227,12 @@ func TestSafetyCheckCatchesBrokenScavengers(t *testing.T) {
 		{"clock two hours ahead", scavenger.Config{}, func(c *scavenger.Config, clock *matchingsim.Clock) {
 			c.Now = func() time.Time { return clock.Now().Add(2 * time.Hour) }
 		}},
-		{"temporal mode, clock two hours ahead", scavenger.Config{Compat: scavenger.CompatTemporal}, func(c *scavenger.Config, clock *matchingsim.Clock) {
+		{"temporal mode, clock two hours ahead", scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}}, func(c *scavenger.Config, clock *matchingsim.Clock) {
 			c.Now = func() time.Time { return clock.Now().Add(2 * time.Hour) }
 		}},
 		// Queues are deleted while the simulator holds their lease
 		// (Temporal's mode: its passes are quick, so this happens often).
-		{"temporal mode, grace ignored", scavenger.Config{Compat: scavenger.CompatTemporal}, func(c *scavenger.Config, _ *matchingsim.Clock) {
+		{"temporal mode, grace ignored", scavenger.Config{Rules: scavenger.Rules{Compat: scavenger.CompatTemporal}}, func(c *scavenger.Config, _ *matchingsim.Clock) {
 			c.Grace = time.Nanosecond
 		}},
 	}

@@ -71,8 +71,7 @@ func TestRawMatchesPastLiveHead(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sst, err := scavenger.New(scav, scavenger.Config{PastLiveHead: true, Now: func() time.Time { return now },
-					Tables: []store.Table{store.V1}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Run(ctx)
+				sst, err := scavenger.New(scav, scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true, Tables: []store.Table{store.V1}}, Hooks: scavenger.Hooks{Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}).Run(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
