@@ -31,7 +31,7 @@ func TestDryRunDaemon(t *testing.T) {
 	entered, release := blockReads(h)
 	defer release()
 	clock := newFakeClock()
-	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock, Scavenger: scavenger.Config{DryRun: true}})
+	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock, Scavenger: scavenger.Config{Rules: scavenger.Rules{DryRun: true}}})
 	srv := httptest.NewServer(d.Handler())
 	defer srv.Close()
 	page := func() string {

@@ -47,7 +47,7 @@ func reportFlags(g *flagGroups) runFunc {
 		if grace < 0 {
 			return usagef("--grace %s: must not be negative", grace)
 		}
-		if err := (scavenger.Config{Grace: grace, UnsafeShortGrace: unsafeGrace}).Validate(); err != nil {
+		if err := (scavenger.Config{Rules: scavenger.Rules{Grace: grace, UnsafeShortGrace: unsafeGrace}}).Validate(); err != nil {
 			return usageError{err} // a grace under the minimum, without --unsafe-short-grace
 		}
 		db, info, err := cf.openChecked(ctx, inv, storeOptionsReadOnly(), stderrWarn(inv.env, "report"))

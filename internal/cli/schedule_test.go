@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/temporalworker"
 )
 
@@ -18,10 +19,10 @@ import (
 // a rate limit not repeated fell back to their defaults).
 func TestScheduleUpdateMerges(t *testing.T) {
 	old := temporalworker.ScheduleSpec{ID: "tqs", TaskQueue: "q1", Every: time.Hour, Jitter: time.Minute,
-		Pass: temporalworker.PassDescription{DatabaseIdentity: "postgres:db1", Partitions: 3, PastLiveHead: true,
-			MaxDeletesPerSecond: 500, Grace: 72 * time.Hour, Namespaces: []string{"ns-a"}, MaxAttempts: 4}}
+		Pass: temporalworker.PassDescription{DatabaseIdentity: "postgres:db1", Partitions: 3, Rules: scavenger.Rules{PastLiveHead: true, Grace: 72 * time.Hour},
+			MaxDeletesPerSecond: 500, Namespaces: []string{"ns-a"}, MaxAttempts: 4}}
 	given := temporalworker.ScheduleSpec{ID: "tqs", TaskQueue: temporalworker.DefaultTaskQueue, Every: temporalworker.DefaultEvery, Jitter: temporalworker.DefaultJitter,
-		Pass: temporalworker.PassDescription{Partitions: 5, Grace: 96 * time.Hour, MaxAttempts: temporalworker.DefaultMaxAttempts}}
+		Pass: temporalworker.PassDescription{Partitions: 5, Rules: scavenger.Rules{Grace: 96 * time.Hour}, MaxAttempts: temporalworker.DefaultMaxAttempts}}
 	for _, tc := range []struct {
 		name    string
 		set     []string

@@ -37,9 +37,7 @@ func TestLockUnansweredIsFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := newRecorder()
-			cfg := scavenger.Config{Lock: lock, LockCheckInterval: 100 * time.Millisecond, LockCheckTimeout: time.Second,
-				ListPageSize: 10, MaxStatementsPerSecond: 10,
-				Middleware: []store.Middleware{rec.middleware()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			cfg := scavenger.Config{Pace: scavenger.Pace{LockCheckInterval: 100 * time.Millisecond, LockCheckTimeout: time.Second, ListPageSize: 10, MaxStatementsPerSecond: 10}, Hooks: scavenger.Hooks{Lock: lock, Middleware: []store.Middleware{rec.middleware()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 			done := make(chan struct{})
 			var st scavenger.Stats
 			go func() {
@@ -125,8 +123,7 @@ func TestLockLostAfterLastCheck(t *testing.T) {
 			}
 			defer lock1.Unlock()
 			rec := newRecorder()
-			cfg := scavenger.Config{Lock: lock1, LockCheckInterval: time.Hour, ListPageSize: 10, MaxStatementsPerSecond: 50,
-				Middleware: []store.Middleware{rec.middleware()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			cfg := scavenger.Config{Pace: scavenger.Pace{LockCheckInterval: time.Hour, ListPageSize: 10, MaxStatementsPerSecond: 50}, Hooks: scavenger.Hooks{Lock: lock1, Middleware: []store.Middleware{rec.middleware()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 			done := make(chan struct{})
 			var st scavenger.Stats
 			go func() {
