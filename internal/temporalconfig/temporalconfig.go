@@ -5,7 +5,9 @@
 // A file with "enable-template" in a comment within its first 1 KB is a
 // Go template, expanded before it is read as YAML. Temporal gives such a
 // template the environment as .Env and dockerize's default, and sprig's
-// functions besides; this package expands .Env and default, and the
+// functions besides; this package expands .Env, default and the sprig
+// functions Temporal's shipped docker config_template.yaml uses (lower,
+// and upper with it; print is the template language's own), and the
 // template language's own actions and functions (if, eq, …), and refuses
 // every other function by name. A variable that is not set expands to
 // "<no value>", as in Temporal; a setting of the SQL datastore that reads
@@ -203,10 +205,10 @@ var undefinedFunc = regexp.MustCompile(`^template: [^:]*:(\d+): function "([^"]+
 
 // expand renders the template b (the file path) with env as .Env.
 func expand(path string, b []byte, env map[string]string) ([]byte, error) {
-	tpl, err := template.New(filepath.Base(path)).Funcs(template.FuncMap{"default": defaultValue}).Parse(string(b))
+	tpl, err := template.New(filepath.Base(path)).Funcs(template.FuncMap{"default": defaultValue, "lower": strings.ToLower, "upper": strings.ToUpper}).Parse(string(b))
 	if err != nil {
 		if m := undefinedFunc.FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("%s:%s: template function %q is not supported: tqscavenger expands .Env and default only, as in {{ default .Env.NAME \"value\" }} (Temporal's other template functions are sprig's)", path, m[1], m[2])
+			return nil, fmt.Errorf("%s:%s: template function %q is not supported: tqscavenger expands .Env, default, lower and upper only (those Temporal's shipped templates use), as in {{ default .Env.NAME \"value\" }} (Temporal's other template functions are sprig's)", path, m[1], m[2])
 		}
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
@@ -225,6 +227,10 @@ func expand(path string, b []byte, env map[string]string) ([]byte, error) {
 		}
 		// text/template's errors may quote a value, and a value may be
 		// the environment's: only where it failed is said.
+		// The name of a variable is no value: an unset one is said.
+		if m := execUnset.FindStringSubmatch(err.Error()); m != nil {
+			return nil, fmt.Errorf("%s: the template failed: %s: the environment variable %s is not set", path, execWhere.FindString(err.Error()), m[1])
+		}
 		return nil, fmt.Errorf("%s: the template failed: %s", path, execWhere.FindString(err.Error()))
 	}
 	return out.Bytes(), nil
@@ -233,6 +239,10 @@ func expand(path string, b []byte, env map[string]string) ([]byte, error) {
 // execWhere is the position of text/template's execution errors
 // ("template: NAME:LINE:COL: executing …").
 var execWhere = regexp.MustCompile(`^template: [^:]*:\d+(:\d+)?`)
+
+// execUnset is text/template's error for a function given an unset
+// variable: "… at <.Env.NAME>: invalid value; expected string".
+var execUnset = regexp.MustCompile(` at <\.Env\.([A-Za-z_][A-Za-z0-9_]*)>: invalid value`)
 
 // envError is a template that would print the environment, or a part of
 // it chosen by the template rather than named.
@@ -243,7 +253,7 @@ type envError struct {
 
 func (e *envError) Error() string {
 	if e.what == "{{ range }}" || e.what == "{{ template }}" {
-		return e.what + " is not supported: tqscavenger expands .Env and default only, as in {{ default .Env.NAME \"value\" }}"
+		return e.what + " is not supported: tqscavenger expands .Env, default, lower and upper only (those Temporal's shipped templates use), as in {{ default .Env.NAME \"value\" }}"
 	}
 	return e.what + ": a template may read a variable by name ({{ .Env.NAME }}, {{ index .Env \"NAME\" }}, {{ default .Env.NAME \"value\" }}), never the environment whole (it holds secrets)"
 }

@@ -107,7 +107,8 @@ func TestRefused(t *testing.T) {
 		{"a missing store", "@postgres12.yaml", "nope", []string{`no datastore "nope"`, "postgres-default, postgres-visibility"}, nil},
 		{"no default store", "persistence:\n  datastores: {}\n", "", []string{"no persistence.defaultStore"}, nil},
 		{"sprig's env", "# enable-template\npersistence:\n  defaultStore: {{ env \"X\" }}\n", "", []string{`:3: template function "env" is not supported`, "default .Env.NAME"}, nil},
-		{"sprig's lower", "# enable-template\n{{ lower .Env.X }}\n", "", []string{`template function "lower" is not supported`}, nil},
+		{"sprig's env, alone", "# enable-template\n{{ env \"X\" }}\n", "", []string{`template function "env" is not supported`}, nil},
+		{"lower of an unset variable", "# enable-template\n{{ lower .Env.TQS_TC_UNSET }}\n", "", []string{`the environment variable TQS_TC_UNSET is not set`}, nil},
 		{"an unset variable", "# enable-template\npersistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n        databaseName: t\n        password: \"{{ .Env.TQS_TC_UNSET }}\"\n",
 			"", []string{"persistence.datastores.d.sql", "password read an environment variable that is not set"}, nil},
 		{"a password and a password command", "persistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n        databaseName: t\n        password: " + secret + "\n        passwordCommand:\n          command: echo\n",
@@ -273,5 +274,70 @@ func TestTemplateEnvBudget(t *testing.T) {
 	os.WriteFile(path, []byte(head+"        databaseName: \""+big+"\"\n"), 0o600)
 	if _, err := temporalconfig.Load(path); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("a template expanding to 10 MB: %v", err)
+	}
+}
+
+// TestDockerConfigTemplate: the persistence section of Temporal's docker
+// config_template.yaml as it ships ($db := default .Env.DB "cassandra" |
+// lower, print), loaded with its environment, names the PostgreSQL
+// store the variables say.
+func TestDockerConfigTemplate(t *testing.T) {
+	tpl := `# enable-template
+log:
+    stdout: true
+    level: {{ default .Env.LOG_LEVEL "info" }}
+persistence:
+    numHistoryShards: {{ default .Env.NUM_HISTORY_SHARDS "4" }}
+    defaultStore: default
+    visibilityStore: visibility
+    {{- $es := default .Env.ENABLE_ES "false" | lower -}}
+    {{- if eq $es "true" }}
+    advancedVisibilityStore: es-visibility
+    {{- end }}
+    datastores:
+        {{- $db := default .Env.DB "cassandra" | lower -}}
+        {{- if eq $db "cassandra" }}
+        default:
+            cassandra:
+                hosts: {{ default .Env.CASSANDRA_SEEDS "" }}
+                keyspace: {{ default .Env.KEYSPACE "temporal" }}
+        {{- else if eq $db "postgres" }}
+        default:
+            sql:
+                pluginName: "postgres"
+                databaseName: {{ default .Env.DBNAME "temporal" }}
+                connectAddr: "{{ default .Env.POSTGRES_SEEDS "" }}:{{ default .Env.DB_PORT "5432" }}"
+                connectProtocol: "tcp"
+                user: {{ default .Env.POSTGRES_USER "" }}
+                password: {{ default .Env.POSTGRES_PWD "" }}
+                maxConns: {{ default .Env.SQL_MAX_CONNS "20" }}
+        {{- end }}
+{{ $publicIp := default .Env.BIND_ON_IP "127.0.0.1" -}}
+{{- $defaultPublicHostPost := (print $publicIp ":7233") -}}
+publicClient:
+    hostPort: {{ default .Env.PUBLIC_FRONTEND_ADDRESS $defaultPublicHostPost }}
+`
+	for _, k := range []string{"LOG_LEVEL", "NUM_HISTORY_SHARDS", "ENABLE_ES", "CASSANDRA_SEEDS", "KEYSPACE", "DBNAME", "DB_PORT", "SQL_MAX_CONNS", "BIND_ON_IP", "PUBLIC_FRONTEND_ADDRESS"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("DB", "PostgreSQL"[:8]) // "Postgres": lower makes it postgres
+	t.Setenv("POSTGRES_SEEDS", "db.internal")
+	t.Setenv("POSTGRES_USER", "temporal")
+	t.Setenv("POSTGRES_PWD", "s3cret-pw")
+	path := filepath.Join(t.TempDir(), "config_template.yaml")
+	if err := os.WriteFile(path, []byte(tpl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := temporalconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cfg.Store("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PluginName != "postgres" || s.ConnectAddr != "db.internal:5432" || s.DatabaseName != "temporal" || s.User != "temporal" {
+		t.Errorf("store %+v, want postgres at db.internal:5432, database temporal, user temporal", s)
 	}
 }
