@@ -29,7 +29,7 @@ func seedFlags(g *flagGroups) runFunc {
 		queues, tasks, sub int
 	)
 	g.Conn.StringVar(&dsn, "db", "", "database DSN (a missing SQLite file is created); never read from TQSCAVENGER_DB")
-	w := g.Scope
+	w := g.Write
 	w.IntVar(&queues, "queues", 100, "number of queues")
 	w.IntVar(&tasks, "tasks", 100, "tasks per queue and subqueue")
 	w.Float64Var(&expired, "expired", 0.5, "share of tasks already expired (0..1)")
@@ -37,11 +37,11 @@ func seedFlags(g *flagGroups) runFunc {
 	w.StringVar(&layout, "layout", string(seed.ExpiredFirst), "where expired tasks sit: expired-first, live-first or shuffled")
 	durationVar(w, &idle, "idle", 72*time.Hour, "age of each queue's last_update_time")
 	w.IntVar(&sub, "subqueues", 1, "subqueues per queue (priority levels)")
-	w.StringVar(&table, "tables", "v1", "table version to write: v1 or v2")
+	w.StringVar(&table, "tables", "v1", "table versions to write: v1, v2 or all (both)")
 	w.StringVar(&spec.NamePrefix, "name-prefix", "seed", "queue names are PREFIX-0, PREFIX-1, …")
 	w.StringVar(&ns, "namespace", seed.DefaultNamespace.String(), "namespace id (UUID)")
-	g.Pace.BoolVar(&setup, "setup", true, "create the task tables first if they do not exist")
-	g.Pace.BoolVar(&force, "force", false, "write even into a database that holds queues of other names (never a production database)")
+	w.BoolVar(&setup, "setup", true, "create the task tables first if they do not exist")
+	w.BoolVar(&force, "force", false, "write even into a database that holds queues of other names (never a production database)")
 	alias(w, "table", "tables")
 	return func(ctx context.Context, inv *invocation) error {
 		return seedCmd(ctx, inv.env, dsn, spec, expired, noExpiry, layout, table, ns, idle, setup, force, queues, tasks, sub)
@@ -60,13 +60,16 @@ func seedCmd(ctx context.Context, e *env, dsn string, spec seed.Spec, expired, n
 	default:
 		return usagef("--layout %q: use expired-first, live-first or shuffled", layout)
 	}
+	var tables []store.Table
 	switch table {
 	case "v1":
-		spec.Table = store.V1
+		tables = []store.Table{store.V1}
 	case "v2":
-		spec.Table = store.V2
+		tables = []store.Table{store.V2}
+	case "all":
+		tables = []store.Table{store.V1, store.V2}
 	default:
-		return usagef("--tables %q: use v1 or v2", table)
+		return usagef("--tables %q: use v1, v2 or all", table)
 	}
 	nsID, err := wire.ParseNamespaceID(ns)
 	if err != nil {
@@ -86,17 +89,28 @@ func seedCmd(ctx context.Context, e *env, dsn string, spec seed.Spec, expired, n
 	} else if _, err := db.Check(ctx); err != nil {
 		return err
 	}
-	if !force {
-		if name, err := foreignQueue(ctx, db, cmp.Or(spec.NamePrefix, "seed")+"-"); err != nil {
-			return err
-		} else if name != "" {
-			return usagef("%s holds queue %q, which seed did not write: pass --force to write into it anyway (never into a database a Temporal server uses)", db.DSN(), name)
-		}
-	}
-	start := time.Now()
-	res, err := seed.Write(ctx, db, spec)
+	prefix := cmp.Or(spec.NamePrefix, "seed") + "-"
+	foreign, own, err := scanQueues(ctx, db, prefix, nsID, tables)
 	if err != nil {
 		return err
+	}
+	if foreign != "" && !force {
+		return usagef("%s holds queue %q, which seed did not write: pass --force to write into it anyway (never into a database a Temporal server uses)", db.DSN(), foreign)
+	}
+	if own != "" {
+		// Its rows would collide with the ones there: say so, instead of
+		// the database's unique-key error.
+		return usagef("%s already holds queue %q of --name-prefix %q: seed writes new queues only; pick another --name-prefix (or --namespace), or start from a new file", db.DSN(), own, strings.TrimSuffix(prefix, "-"))
+	}
+	start := time.Now()
+	var res seed.Result
+	for _, t := range tables {
+		spec.Table = t
+		r, err := seed.Write(ctx, db, spec)
+		if err != nil {
+			return err
+		}
+		res.Queues, res.Tasks, res.Expired, res.NoExpiry, res.Future = res.Queues+r.Queues, res.Tasks+r.Tasks, res.Expired+r.Expired, res.NoExpiry+r.NoExpiry, res.Future+r.Future
 	}
 	fmt.Fprintf(e.stdout, "seeded %d queues, %d tasks (%d expired, %d never expire, %d expire later) into %s in %s\n",
 		res.Queues, res.Tasks, res.Expired, res.NoExpiry, res.Future, db.DSN(), time.Since(start).Round(time.Millisecond))
@@ -269,23 +283,32 @@ func schemaJSON(info store.SchemaInfo, ok bool) map[string]any {
 	}
 }
 
-// foreignQueue returns the name of a queue row (of either table) whose
-// name lacks prefix, or "" if there is none.
-func foreignQueue(ctx context.Context, db *sqlstore.DB, prefix string) (string, error) {
-	tables, err := db.Tables(ctx)
+// scanQueues reads the queue rows of db. foreign is the first that seed
+// did not write: seed writes in its own namespace (seed.DefaultNamespace,
+// an id no Temporal server makes), or in the --namespace given with
+// queues named PREFIX-N; anything else stands for a Temporal server's
+// data. own is the first queue of tables that the rows seed is about to
+// write would collide with: of ns, named with prefix.
+func scanQueues(ctx context.Context, db *sqlstore.DB, prefix string, ns wire.NamespaceID, tables []store.Table) (foreign, own string, err error) {
+	present, err := db.Tables(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	for _, t := range tables {
+	for _, t := range present {
 		var after *store.QueueKey
 		for {
 			rows, err := db.ListQueues(ctx, t, after, 1000)
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
 			for _, r := range rows {
-				if _, name, _, err := wire.ParseQueueRowID(r.ID); err != nil || !strings.HasPrefix(name, prefix) {
-					return cmp.Or(name, r.QueueKey.String()), nil
+				qns, name, _, err := wire.ParseQueueRowID(r.ID)
+				mine := err == nil && (qns == seed.DefaultNamespace || (qns == ns && strings.HasPrefix(name, prefix)))
+				if !mine && foreign == "" {
+					foreign = cmp.Or(name, r.QueueKey.String())
+				}
+				if err == nil && own == "" && qns == ns && strings.HasPrefix(name, prefix) && slices.Contains(tables, t) {
+					own = name
 				}
 			}
 			if len(rows) < 1000 {
@@ -294,5 +317,5 @@ func foreignQueue(ctx context.Context, db *sqlstore.DB, prefix string) (string, 
 			after = &rows[len(rows)-1].QueueKey
 		}
 	}
-	return "", nil
+	return foreign, own, nil
 }

@@ -21,6 +21,8 @@ const (
 	groupConn     = "Connection"
 	groupTemporal = "Temporal"
 	groupScope    = "What to delete"
+	groupCount    = "What to count"
+	groupWrite    = "What to write"
 	groupPace     = "Pace and safety"
 	groupDaemon   = "Daemon"
 	groupSchedule = "Schedule"
@@ -28,7 +30,7 @@ const (
 	groupOther    = "Other"
 )
 
-var groupOrder = []string{groupConn, groupTemporal, groupScope, groupPace, groupDaemon, groupSchedule, groupOutput, groupOther}
+var groupOrder = []string{groupConn, groupTemporal, groupScope, groupCount, groupWrite, groupPace, groupDaemon, groupSchedule, groupOutput, groupOther}
 
 // groupKey is the pflag annotation that holds a flag's group.
 const groupKey = "tqscavenger_group"
@@ -41,13 +43,14 @@ const aliasKey = "tqscavenger_alias_of"
 type flagGroups struct {
 	fs *pflag.FlagSet
 	// Temporal holds the Temporal client's flags (worker, schedule);
-	// Schedule a Temporal Schedule's own.
-	Conn, Temporal, Scope, Pace, Daemon, Schedule, Output, Other *pflag.FlagSet
+	// Schedule a Temporal Schedule's own. Count is report's (it deletes
+	// nothing), Write seed's (it writes, never deletes).
+	Conn, Temporal, Scope, Count, Write, Pace, Daemon, Schedule, Output, Other *pflag.FlagSet
 }
 
 // sets are the groups' flag sets, in groupOrder.
 func (g *flagGroups) sets() []*pflag.FlagSet {
-	return []*pflag.FlagSet{g.Conn, g.Temporal, g.Scope, g.Pace, g.Daemon, g.Schedule, g.Output, g.Other}
+	return []*pflag.FlagSet{g.Conn, g.Temporal, g.Scope, g.Count, g.Write, g.Pace, g.Daemon, g.Schedule, g.Output, g.Other}
 }
 
 // newFlagSet is a command's flag set: errors are returned, never printed
@@ -76,7 +79,7 @@ func normalizeFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 
 func newFlagGroups(fs *pflag.FlagSet) *flagGroups {
 	g := &flagGroups{fs: fs}
-	for _, p := range []**pflag.FlagSet{&g.Conn, &g.Temporal, &g.Scope, &g.Pace, &g.Daemon, &g.Schedule, &g.Output, &g.Other} {
+	for _, p := range []**pflag.FlagSet{&g.Conn, &g.Temporal, &g.Scope, &g.Count, &g.Write, &g.Pace, &g.Daemon, &g.Schedule, &g.Output, &g.Other} {
 		*p = newFlagSet(fs.Name())
 	}
 	return g

@@ -11,6 +11,7 @@ import (
 	"github.com/tqscavenger/tqscavenger/internal/cli"
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/wire"
 )
 
 // TestRefusedBeforeAnyWork: flags that would delete what is not dead, or
@@ -85,7 +86,9 @@ func TestSeedRefusesAForeignDatabase(t *testing.T) {
 	if err := db.Setup(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := seed.Write(context.Background(), db, seed.Spec{Queues: 2, NamePrefix: "orders", TasksPerQueue: 1}); err != nil {
+	// A Temporal server's namespace: not seed's.
+	temporalNS := wire.NamespaceID{0xa1, 0x1c, 0xe5}
+	if _, err := seed.Write(context.Background(), db, seed.Spec{Queues: 2, NamePrefix: "orders", TasksPerQueue: 1, Namespace: temporalNS}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -96,9 +99,38 @@ func TestSeedRefusesAForeignDatabase(t *testing.T) {
 	if code, _, errOut := tqs("seed", "--db", path, "--queues", "1", "--force"); code != cli.ExitOK {
 		t.Errorf("seed --force: exit %d: %s", code, errOut)
 	}
-	// seed-0, written by --force, is foreign to the prefix "orders".
-	if code, _, errOut := tqs("seed", "--db", path, "--queues", "1", "--name-prefix", "orders"); code != cli.ExitUsage {
-		t.Errorf("seed beside seed-0 (written by --force): exit %d: %s", code, errOut)
+	// The server's queues are still there: another prefix is refused too.
+	if code, _, errOut := tqs("seed", "--db", path, "--queues", "1", "--name-prefix", "other"); code != cli.ExitUsage {
+		t.Errorf("seed beside the server's orders-*: exit %d: %s", code, errOut)
+	}
+}
+
+// TestSeedItsOwnFile: seed into a file seed wrote: another prefix or
+// table version is welcome (seed wrote it all), the same queues again is
+// a clear error (no unique-key error), and --tables all writes both
+// table versions, as its metavar says.
+func TestSeedItsOwnFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seeded.db")
+	step := func(want int, says string, args ...string) {
+		t.Helper()
+		code, out, errOut := tqs(append([]string{"seed", "--db", path, "--tasks", "2"}, args...)...)
+		if code != want || !strings.Contains(out+errOut, says) {
+			t.Errorf("seed %v: exit %d, %q: want %d saying %q", args, code, out+errOut, want, says)
+		}
+	}
+	step(cli.ExitOK, "seeded 3 queues", "--queues", "3")
+	step(cli.ExitUsage, `already holds queue "seed-`, "--queues", "3")
+	step(cli.ExitOK, "seeded 2 queues", "--queues", "2", "--tables", "v2", "--name-prefix", "fair")
+	step(cli.ExitOK, "seeded 4 queues", "--queues", "2", "--tables", "all", "--name-prefix", "both")
+	if _, _, errOut := tqs("seed", "--db", path, "--queues", "1", "--name-prefix", "fresh"); strings.Contains(errOut, "UNIQUE") {
+		t.Errorf("a raw constraint error: %s", errOut)
+	}
+	// seed lists only its own flags: nothing of what a pass deletes.
+	for _, cmd := range []string{"seed", "report"} {
+		_, out, _ := tqs(cmd, "-h")
+		if strings.Contains(out, "What to delete:") || strings.Contains(out, "Pace and safety:") {
+			t.Errorf("%s -h lists groups of flags it does not use:\n%s", cmd, out)
+		}
 	}
 }
 

@@ -19,11 +19,11 @@ func reportFlags(g *flagGroups) runFunc {
 		grace               time.Duration
 	)
 	cf.register(g.Conn)
-	g.Scope.BoolVar(&modes, "modes", true, "add what each scavenger mode would delete (dry runs)")
-	g.Scope.StringVar(&now, "now", "", "pretend the time is this RFC 3339 instant")
-	durationVar(g.Scope, &grace, "grace", 0, "idle time that makes a queue deletable (default "+shortDuration(defaults.Grace)+")")
-	g.Scope.StringVar(&tables, "tables", "all", "table versions: v1, v2 or all")
-	g.Scope.BoolVar(&unsafeGrace, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+" in the mode dry runs, as run's: only for a copy of a database no Temporal server uses")
+	g.Count.BoolVar(&modes, "modes", true, "add what each scavenger mode would delete (dry runs)")
+	g.Count.StringVar(&now, "now", "", "pretend the time is this RFC 3339 instant")
+	durationVar(g.Count, &grace, "grace", 0, "idle time that makes a queue deletable (default "+shortDuration(defaults.Grace)+")")
+	g.Count.StringVar(&tables, "tables", "all", "table versions: v1, v2 or all")
+	g.Count.BoolVar(&unsafeGrace, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+" in the mode dry runs, as run's: only for a copy of a database no Temporal server uses")
 	outputFlag(g.Output, &output, "text (tables) or json")
 	g.Output.BoolVar(&asJSON, "json", false, "same as --output json")
 	return func(ctx context.Context, inv *invocation) error {
