@@ -464,7 +464,8 @@ func usage(w io.Writer, root *cobra.Command) {
 		}
 	}
 	fmt.Fprintf(w, "Settings:  flag > TQSCAVENGER_* environment > --config FILE (%s) > default.\n", strings.Join(withConfig, ", "))
-	fmt.Fprintln(w, "Shell completion: tqscavenger completion bash|zsh|fish|powershell (see its -h).")
+	fmt.Fprintln(w, "Shell completion: tqscavenger completion bash|zsh|fish|powershell (see its -h; bash's needs the")
+	fmt.Fprintln(w, "bash-completion package: apt install bash-completion, brew install bash-completion@2).")
 	writeWrapped(w, "", exitStatusHelp, 100)
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -127,7 +129,37 @@ func demoFlags(g *flagGroups) runFunc {
 	// scavenge.
 	g.Conn.StringVar(&path, "db", demoPath, "SQLite file to create (an existing demo file is replaced); never read from TQSCAVENGER_DB")
 	lf.register(g.Output)
-	return func(ctx context.Context, inv *invocation) error { return demoCmd(ctx, inv.env, path, &lf) }
+	return func(ctx context.Context, inv *invocation) error {
+		if inv.origins["log-level"].layer == fromDefault {
+			// The demo's output is its tables: the pass's INFO lines would
+			// land between them on a terminal. Warnings still show.
+			lf.level = "warn"
+		}
+		return demoCmd(ctx, inv.env, path, &lf)
+	}
+}
+
+// demoHint is the demo's last line: how to look at the file and rerun a
+// pass, with the tools at hand: sqlite3 only where it is installed, and
+// `go run` only where the demo itself runs under go run.
+func demoHint(path string) string {
+	var parts []string
+	if _, err := exec.LookPath("sqlite3"); err == nil {
+		parts = append(parts, fmt.Sprintf("Inspect the file: sqlite3 %s 'SELECT count(*) FROM tasks'", path))
+	}
+	parts = append(parts, fmt.Sprintf("rerun: %s run --db %s --dry-run", selfCommand(), path))
+	return strings.Join(parts, "   or ")
+}
+
+// selfCommand is how the user ran this program: `go run ./cmd/tqscavenger`
+// for a binary go run built (in its go-build temporary directory), else
+// the name it was run by.
+func selfCommand() string {
+	exe := os.Args[0]
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return "go run ./cmd/tqscavenger"
+	}
+	return exe
 }
 
 func demoCmd(ctx context.Context, e *env, path string, lf *logFlags) error {
@@ -186,8 +218,7 @@ func demoCmd(ctx context.Context, e *env, path string, lf *logFlags) error {
 	}
 	fmt.Fprintln(e.stdout, "\nAfter:")
 	after.WriteText(e.stdout)
-	fmt.Fprintf(e.stdout, "\nEvery expired task is gone, every live one is still there, and idle empty queues are deleted.\n"+
-		"Inspect the file: sqlite3 %s 'SELECT count(*) FROM tasks'   or rerun: go run ./cmd/tqscavenger run --db %s --dry-run\n", path, path)
+	fmt.Fprintf(e.stdout, "\nEvery expired task is gone, every live one is still there, and idle empty queues are deleted.\n%s\n", demoHint(path))
 	return nil
 }
 
