@@ -152,7 +152,7 @@ func TestDeprecatedAlias(t *testing.T) {
 	if r.Tables["v2"].Queues != 2 || r.Tables["v1"].Queues != 0 {
 		t.Errorf("seed --table v2 did not write 2 queues to the v2 tables alone:\n%s", out)
 	}
-	if code, _, errOut := tqs("seed", "--db", db, "--tables", "v3"); code != cli.ExitUsage || !strings.Contains(errOut, `--tables "v3": use v1 or v2`) {
+	if code, _, errOut := tqs("seed", "--db", db, "--tables", "v3"); code != cli.ExitUsage || !strings.Contains(errOut, `--tables "v3": use v1, v2 or all`) {
 		t.Errorf("seed --tables v3: exit %d, %s", code, errOut)
 	}
 }
