@@ -67,6 +67,18 @@ type WalkPosition struct {
 	After *store.QueueKey `json:"after,omitempty"`
 }
 
+// String formats the position for logs and summaries: "queues v1 after
+// 5/0a1b", "orphans v2 done", "queues v1 from the start".
+func (w WalkPosition) String() string {
+	switch {
+	case w.Done:
+		return fmt.Sprintf("%s %s done", w.Walk, w.Table)
+	case w.After != nil:
+		return fmt.Sprintf("%s %s after %s", w.Walk, w.Table, w.After)
+	}
+	return fmt.Sprintf("%s %s from the start", w.Walk, w.Table)
+}
+
 // ErrCheckpointMismatch is wrapped by Run's error when Config.Resume was
 // written by a pass over another database, partition or settings.
 var ErrCheckpointMismatch = errors.New("checkpoint does not match this pass")

@@ -79,6 +79,9 @@ func TestCheckpointResume(t *testing.T) {
 					if err != nil || st.Outcome != scavenger.Completed {
 						t.Fatalf("%s: resumed pass: %v %v", p, st.Outcome, err)
 					}
+					if !st.Resumed || len(st.ResumedFrom) != len(last.Walks) {
+						t.Errorf("%s: a resumed pass reports resumed %t from %v, want from %v", p, st.Resumed, st.ResumedFrom, last.Walks)
+					}
 					if st.QueuesListed != int64(after) {
 						t.Errorf("%s, stopped at checkpoint %d: the resumed pass listed %d queues, want the %d after its positions", p, stopAt, st.QueuesListed, after)
 					}

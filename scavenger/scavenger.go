@@ -237,6 +237,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	cancel()
 	st := s.Stats()
 	st.Elapsed = time.Since(st.Started)
+	if s.cfg.Resume != nil {
+		st.Resumed, st.ResumedFrom = true, slices.Clone(s.cfg.Resume.Walks)
+	}
 	st.Outcome, err = outcome(caller, ctx, st, err, s.closed() && (err != nil || p.refused.Load() > 0))
 	if st.Outcome == Failed {
 		st.Cause = causeOf(err)
@@ -251,7 +254,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	default:
 		log.Info("scavenger pass completed", append([]any{"outcome", string(st.Outcome),
 			"queues_processed", st.QueuesProcessed, "tasks_processed", st.TasksProcessed},
-			append(deletedAttrs(st), "bad_rows", st.BadRowCount, "elapsed", st.Elapsed)...)...)
+			append(deletedAttrs(st), "bad_rows", st.BadRowCount, "resumed", st.Resumed, "resumed_from", st.ResumedFrom, "elapsed", st.Elapsed)...)...)
 	}
 	return st, err
 }

@@ -83,6 +83,12 @@ type Stats struct {
 	// Outcome is how the pass ended; set in the Stats Run returns, empty
 	// while it runs.
 	Outcome Outcome
+	// Resumed: the pass went on from a checkpoint (Config.Resume), and
+	// ResumedFrom are its positions: rows at or before them were not
+	// examined by this pass. The outcome stays Completed for a resumed
+	// pass that finished, so that what keys on it keeps working.
+	Resumed     bool
+	ResumedFrom []WalkPosition
 	// Cause is why a Failed pass failed (CauseLockLost for a lost lock;
 	// its jobs' causes are in FailuresByCause); empty for other outcomes.
 	Cause Cause

@@ -463,6 +463,9 @@ func printSummary(w io.Writer, st scavenger.Stats) {
 			fmt.Fprintf(w, "  … and %d more (see the log)\n", st.BadRowCount-int64(len(st.BadRows)))
 		}
 	}
+	if st.Resumed {
+		fmt.Fprintf(w, "resumed: from a checkpoint; rows at or before its positions were not examined by this run: %v\n", st.ResumedFrom)
+	}
 	if st.Outcome != "" {
 		if st.Cause != "" {
 			fmt.Fprintf(w, "outcome: %s (%s)\n", st.Outcome, st.Cause)
@@ -486,6 +489,8 @@ func statsMap(st scavenger.Stats, statements int64) map[string]any {
 		"dry_run":            st.DryRun,
 		"outcome":            string(st.Outcome),
 		"cause":              string(st.Cause),
+		"resumed":            st.Resumed,
+		"resumed_from":       st.ResumedFrom,
 		"failures_by_cause":  causes,
 		"tasks_unknown":      st.TasksUnknown,
 		"queues_unknown":     st.QueuesUnknown,
