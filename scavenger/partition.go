@@ -31,7 +31,12 @@ var ErrBadPartition = errors.New("bad partition")
 
 // ParsePartition parses "I/N" (0 <= I < N <= MaxPartitions).
 func ParsePartition(s string) (Partition, error) {
-	is, ns, ok := strings.Cut(strings.TrimSpace(s), "/")
+	is, ns, ok := strings.Cut(s, "/")
+	if strings.ContainsAny(s, " \t\n\r+") {
+		// Atoi would take "+1", and a stray blank is a typo to show,
+		// not to guess past.
+		return Partition{}, fmt.Errorf("%w %q: want I/N with digits only, such as 0/4", ErrBadPartition, s)
+	}
 	if !ok {
 		return Partition{}, fmt.Errorf("%w %q: want I/N, such as 0/4 (the first of 4)", ErrBadPartition, s)
 	}

@@ -25,7 +25,9 @@ func TestParsePartition(t *testing.T) {
 	}{
 		{"0/1", scavenger.Partition{Index: 0, Count: 1}, false},
 		{"3/4", scavenger.Partition{Index: 3, Count: 4}, false},
-		{" 0/65536 ", scavenger.Partition{Index: 0, Count: 65536}, false},
+		{"0/65536", scavenger.Partition{Index: 0, Count: 65536}, false},
+		{" 0/2", scavenger.Partition{}, true}, // issue 25: a stray blank is a typo to show
+		{"+0/2", scavenger.Partition{}, true},
 		{"4/4", scavenger.Partition{}, true},
 		{"-1/4", scavenger.Partition{}, true},
 		{"0/0", scavenger.Partition{}, true},

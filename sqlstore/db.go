@@ -246,11 +246,9 @@ func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn 
 	case Postgres:
 		s.d = postgresDialect
 		c = timeoutConnector{c, opts.ConnectTimeout}
-		s.connector = c
 	case MySQL:
 		s.d = mysqlDialect
 		c = timeoutConnector{c, opts.ConnectTimeout}
-		s.connector = c
 		killer := sql.OpenDB(c)
 		killer.SetMaxOpenConns(2)
 		killer.SetMaxIdleConns(1)
@@ -355,7 +353,9 @@ func (s *DB) unavailable(err error, learnDSN bool) error {
 		if learnDSN {
 			return fmt.Errorf("%w: not a usable SQLite database: %v", ErrUnavailable, err)
 		}
-		return fmt.Errorf("%w: %s is not a usable SQLite database: %v", ErrUnavailable, s.dsn.Path, err)
+		// Not a database, a read-only directory for its journal: bad
+		// input. Only a lock held elsewhere is worth a retry.
+		return fmt.Errorf("%w: %s is not a usable SQLite database: %v", unavailable(!sqliteBusy(err)), s.dsn.Path, err)
 	case Postgres:
 		return fmt.Errorf("%w: %s: %s%s", unavailable(pgRefused(err)), where, redactErr(err, s.dsn), pgHint(err))
 	default:

@@ -10,9 +10,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
@@ -344,7 +346,7 @@ type heldFile struct {
 func lockFile(path string) (*heldFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
-		return nil, fmt.Errorf("lock file %s: %w", path, err)
+		return nil, lockFileError(path, err)
 	}
 	if busy, err := tryLockFile(f); err != nil {
 		f.Close()
@@ -426,7 +428,7 @@ func lockSQLiteRange(path string, r store.HashRange) (store.Lock, error) {
 func lockPart(path string, shared bool, r store.HashRange) (*heldFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
-		return nil, fmt.Errorf("lock file %s: %w", path, err)
+		return nil, lockFileError(path, err)
 	}
 	var busy bool
 	var release func() error
@@ -448,4 +450,15 @@ func lockPart(path string, shared bool, r store.HashRange) (*heldFile, error) {
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
 	}
 	return &heldFile{path: path, f: f, release: release}, nil
+}
+
+// lockFileError is the error of a lock file that cannot be created: one
+// in a directory the process may not write (or a read-only file system)
+// is refused (ErrRefused): retrying will not help, the directory's
+// permissions must change.
+func lockFileError(path string, err error) error {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENAMETOOLONG) {
+		return fmt.Errorf("%w: lock file %s: %w (tqscavenger takes its lock beside the database: the directory must be writable)", ErrRefused, path, err)
+	}
+	return fmt.Errorf("lock file %s: %w", path, err)
 }

@@ -134,7 +134,8 @@ func mysqlRefused(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
-		case 1044, 1045, 1049, 1698, 1251:
+		case 1044, 1045, 1049, 1698, 1251,
+			1193, 1231, 1232: // a DSN parameter that is no variable, or a bad value of one
 			return true
 		}
 	}

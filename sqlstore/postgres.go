@@ -151,7 +151,9 @@ func postgresDSN(cfg *pgx.ConnConfig) DSN {
 func pgRefused(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000" || pe.Code == "42501"
+		// 42704 and 22023: a DSN parameter the server does not know, or
+		// a bad value of one (pgx sends unknown ones as settings).
+		return strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000" || pe.Code == "42501" || pe.Code == "42704" || pe.Code == "22023"
 	}
 	return false
 }

@@ -49,7 +49,14 @@ func newSQLiteConnector(d DSN, opts Options) (driver.Connector, error) {
 		// the database.
 		return nil, mark(fmt.Errorf("%w: SQLite file %s does not exist", unavailable(true), d.Path), os.ErrNotExist)
 	default:
-		return nil, fmt.Errorf("%w: SQLite file %s: %v", ErrUnavailable, d.Path, statErr)
+		// A name too long, a path through a file, no permission: the
+		// path is wrong, and retrying will not help.
+		return nil, fmt.Errorf("%w: SQLite file %s: %v", unavailable(true), d.Path, statErr)
+	}
+	if statErr == nil {
+		if fi, _ := os.Stat(d.Path); fi != nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%w: %s is not a usable SQLite database: not a regular file", unavailable(true), d.Path)
+		}
 	}
 	// The store begins its own transactions (see beginImmediate); the
 	// driver's _txlock is for the pools of callers.
@@ -182,6 +189,22 @@ func classifySQLite(err error) error {
 		}
 	}
 	return classifyCommon(err)
+}
+
+// sqliteBusy reports whether err, a failure to open a SQLite file, may
+// pass on a retry: a lock held by another process, an I/O error, a file
+// made read-only for now. Anything else (not a database, a path that
+// cannot be a file) is bad input.
+func sqliteBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
+			return true
+		}
+		return false
+	}
+	return true // not SQLite's own: keep it unavailable
 }
 
 // sqliteLost reports nothing lost: SQLite runs in the process, so a

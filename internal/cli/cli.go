@@ -147,6 +147,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tqscavenger: unknown command %s%s: run `tqscavenger help` for the list\n", sqlstore.RedactText(strconv.Quote(args[0])), hint)
 		return ExitUsage
 	}
+	if err := repeatedSource(longFlags(found, args)); err != nil {
+		fmt.Fprintf(stderr, "tqscavenger %s: %s\n", strings.TrimPrefix(found.CommandPath(), root.Name()+" "), oneLine(err))
+		return ExitUsage
+	}
 	root.SetArgs(longFlags(found, args))
 	cmd, err := root.ExecuteC()
 	name := strings.TrimPrefix(cmd.CommandPath(), root.Name()+" ")
@@ -561,4 +565,29 @@ func versionFlags(g *flagGroups) runFunc {
 		fmt.Fprintln(inv.stdout, b)
 		return nil
 	}
+}
+
+// sourceFlags are the flags that name the database on their own: given
+// twice, the last would win silently, and a pass would run against a
+// database the operator may not have meant. Other flags keep pflag's
+// last-wins.
+var sourceFlags = []string{"db", "temporal-config"}
+
+// repeatedSource refuses a database-source flag given twice on the
+// command line.
+func repeatedSource(args []string) error {
+	seen := map[string]int{}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || !slices.Contains(sourceFlags, name) {
+			continue
+		}
+		if seen[name]++; seen[name] == 2 {
+			return usagef("--%s given more than once: give one database", name)
+		}
+	}
+	return nil
 }

@@ -357,6 +357,11 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 	stopProgress := startProgress(line, s, cfg.DryRun)
 	st, err := s.Run(ctx)
 	stopProgress()
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		// Bad input, refused before any work: no pass ran, so none is
+		// reported (no "outcome":"failed" beside exit status 2).
+		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", cp.file, err)
+	}
 	if output == "json" {
 		if werr := writeJSON(e.stdout, statsMap(st, db.Stats().Statements)); werr != nil && err == nil {
 			err = werr
@@ -368,9 +373,6 @@ func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFl
 		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
 			err = werr
 		}
-	}
-	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
-		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", cp.file, err)
 	}
 	if err == nil && cp.file != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
 		// Nothing is left to resume.
