@@ -45,6 +45,10 @@ type Config struct {
 	// Path is the file it was read from.
 	Path string `yaml:"-"`
 
+	// unset are the environment variables the template names that are
+	// not set, for the hint of a missing datastore (names, never values).
+	unset []string
+
 	Persistence struct {
 		// DefaultStore names the datastore of Temporal's own data, task
 		// queues included.
@@ -123,12 +127,15 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the Temporal config: %w", err)
 	}
+	var unset []string
 	if templating(b) {
+		unset = unsetVars(b)
 		if b, err = expand(path, b, environ()); err != nil {
 			return nil, err
 		}
 	}
 	var c Config
+	c.unset = unset
 	if err := yaml.Unmarshal(b, &c); err != nil {
 		msg := strings.Join(strings.Fields(scrub(err.Error(), passwords(b))), " ")
 		return nil, fmt.Errorf("%s: not a Temporal server config: %s", path, msg)
@@ -400,6 +407,30 @@ func defaultValue(args ...any) (string, error) {
 	return s, nil
 }
 
+// envName is a variable the template reads by name.
+var envName = regexp.MustCompile(`\.Env\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// unsetVars returns the variables the template b names that are not set.
+func unsetVars(b []byte) []string {
+	var out []string
+	for _, m := range envName.FindAllSubmatch(b, -1) {
+		n := string(m[1])
+		if _, ok := os.LookupEnv(n); !ok && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unsetHint says which variables the template read were not set.
+func (c *Config) unsetHint() string {
+	if len(c.unset) == 0 {
+		return ""
+	}
+	return "; the template reads environment variables that are not set: " + strings.Join(c.unset, ", ")
+}
+
 // noValue is what a template writes for a variable that is not set.
 const noValue = "<no value>"
 
@@ -419,7 +450,7 @@ func (c *Config) Store(name string) (*SQL, error) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("%s has no datastore %q in persistence.datastores (it has: %s)", c.Path, name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%s has no datastore %q in persistence.datastores (it has: %s)%s", c.Path, name, strings.Join(names, ", "), c.unsetHint())
 	}
 	where := fmt.Sprintf("persistence.datastores.%s in %s", name, c.Path)
 	kind := ""

@@ -107,6 +107,8 @@ func TestRefused(t *testing.T) {
 		{"a missing store", "@postgres12.yaml", "nope", []string{`no datastore "nope"`, "postgres-default, postgres-visibility"}, nil},
 		{"no default store", "persistence:\n  datastores: {}\n", "", []string{"no persistence.defaultStore"}, nil},
 		{"sprig's env", "# enable-template\npersistence:\n  defaultStore: {{ env \"X\" }}\n", "", []string{`:3: template function "env" is not supported`, "default .Env.NAME"}, nil},
+		{"a store a template left out", "# enable-template\npersistence:\n  defaultStore: default\n  datastores:\n    {{- if eq (default .Env.TQS_TC_UNSET \"x\") \"postgres\" }}\n    default:\n      sql:\n        pluginName: postgres12\n    {{- end }}\n    other:\n      sql:\n        pluginName: mysql8\n",
+			"", []string{`no datastore "default"`, "(it has: other)", "the template reads environment variables that are not set: TQS_TC_UNSET"}, nil},
 		{"sprig's env, alone", "# enable-template\n{{ env \"X\" }}\n", "", []string{`template function "env" is not supported`}, nil},
 		{"lower of an unset variable", "# enable-template\n{{ lower .Env.TQS_TC_UNSET }}\n", "", []string{`the environment variable TQS_TC_UNSET is not set`}, nil},
 		{"an unset variable", "# enable-template\npersistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n        databaseName: t\n        password: \"{{ .Env.TQS_TC_UNSET }}\"\n",
