@@ -174,6 +174,13 @@ type Activities struct {
 	// worker's WorkerStopTimeout must be longer (WorkerOptions), so that
 	// the attempt's end is reported before the worker lets go.
 	ShutdownTimeout time.Duration
+	// DirectFinalHeartbeat sends an attempt's final heartbeat straight to
+	// the server as well (the activity's client), not only through the
+	// SDK's heartbeat batch, which may go out after the attempt's end is
+	// reported and be refused: the retry would then count the attempt's
+	// tail as unknown. `tqscavenger worker` sets it; off, nothing but the
+	// SDK's batch is used (the SDK's test environment has no server).
+	DirectFinalHeartbeat bool
 }
 
 // ScavengePartition scavenges one partition of a pass. It checks that its
@@ -243,6 +250,7 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	cfg.Lock = lock
 	cfg.Middleware = a.Middleware
 	hb := newHeartbeater(ctx, p, hbInterval(info.HeartbeatTimeout))
+	hb.direct = a.DirectFinalHeartbeat
 	defer hb.stop()
 	cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error {
 		hb.advance(&cp)
@@ -464,12 +472,15 @@ func hbInterval(timeout time.Duration) time.Duration {
 // MaxHeartbeatThrottleInterval decides how often the SDK sends them: see
 // WorkerOptions.)
 type heartbeater struct {
-	ctx  context.Context
-	mu   sync.Mutex
-	p    Progress
-	sc   *scavenger.Scavenger // the running pass, for its counts
-	quit chan struct{}
-	done chan struct{}
+	ctx context.Context
+	mu  sync.Mutex
+	p   Progress
+	sc  *scavenger.Scavenger // the running pass, for its counts
+	// direct: the final record also goes straight to the server
+	// (Activities.DirectFinalHeartbeat).
+	direct bool
+	quit   chan struct{}
+	done   chan struct{}
 }
 
 func newHeartbeater(ctx context.Context, p Progress, every time.Duration) *heartbeater {
@@ -542,6 +553,17 @@ func (h *heartbeater) final(t Totals) {
 	h.setThisAttempt(t)
 	h.mu.Unlock()
 	h.record(nil, true)
+	// And at once, past the SDK's batching: its batch may be sent after
+	// the attempt's end is reported, when the server no longer takes it
+	// (seen on a SIGTERM in the interop suite), and the retry would read
+	// the heartbeat before, its tail unknown.
+	if c := activity.GetClient(h.ctx); c != nil && h.direct {
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		defer cancel()
+		if err := c.RecordActivityHeartbeat(ctx, activity.GetInfo(h.ctx).TaskToken, h.progress()); err != nil {
+			activity.GetLogger(h.ctx).Warn("final heartbeat not recorded at once (the SDK sends it later)", "error", err)
+		}
+	}
 }
 
 func (h *heartbeater) progress() Progress {
