@@ -62,11 +62,17 @@ func (l *Line) erase(cols int) {
 	l.text = ""
 }
 
-// draw appends to l.buf the line s, cut to the terminal's width less one
-// column: a line that fills the last column would leave the cursor in
-// the terminal's pending-wrap state, where the next character wraps.
+// spare is the columns a line leaves free at its end: one, since a line
+// that fills the last column would leave the cursor in the terminal's
+// pending-wrap state, where the next character wraps; and two for the
+// "^C" the terminal echoes on Ctrl-C, which would otherwise wrap its "C"
+// onto a row of its own and leave the line, with its "^", above it.
+const spare = 3
+
+// draw appends to l.buf the line s, cut to the terminal's width less
+// spare columns.
 func (l *Line) draw(s string, cols int) {
-	s = cut(s, cols-1)
+	s = cut(s, cols-spare)
 	l.erase(cols)
 	if s == "" {
 		return
@@ -92,7 +98,7 @@ func (l *Line) Draw(text func(width int) string) error {
 		return nil
 	}
 	cols := l.columns()
-	l.draw(text(cols-1), cols)
+	l.draw(text(cols-spare), cols)
 	return l.flush()
 }
 

@@ -19,10 +19,13 @@ func TestLineWriteClearsAndRedraws(t *testing.T) {
 		do   func()
 		want string
 	}{
-		{"draw, cut to width less one", func() { l.Draw(fixed(strings.Repeat("x", 40))) },
-			"\r" + strings.Repeat("x", 29) + "\x1b[K"},
+		// Three columns free: one so the cursor is never in the pending-wrap
+		// state, two for the "^C" a terminal echoes on Ctrl-C, which must
+		// land on the line's own row to be erased with it.
+		{"draw, cut to width less three", func() { l.Draw(fixed(strings.Repeat("x", 40))) },
+			"\r" + strings.Repeat("x", 27) + "\x1b[K"},
 		{"a log line: line erased, log, line again", func() { fmt.Fprint(l, "log 1\n") },
-			"\r\x1b[Klog 1\n\r" + strings.Repeat("x", 29) + "\x1b[K"},
+			"\r\x1b[Klog 1\n\r" + strings.Repeat("x", 27) + "\x1b[K"},
 		{"half a line: no redraw until it ends", func() { fmt.Fprint(l, "log 2 ") },
 			"\r\x1b[Klog 2 "},
 		{"no draw mid-line", func() { l.Draw(fixed("y")) }, ""},
@@ -31,8 +34,8 @@ func TestLineWriteClearsAndRedraws(t *testing.T) {
 		{"clear", func() { l.Clear() }, "\r\x1b[K"},
 		{"clear again: nothing shown", func() { l.Clear() }, ""},
 		{"log with nothing shown", func() { fmt.Fprint(l, "log 3\n") }, "log 3\n"},
-		{"draw at 30", func() { l.Draw(fixed(strings.Repeat("z", 29))) }, "\r" + strings.Repeat("z", 29) + "\x1b[K"},
-		// 29 columns reflowed onto 10-column rows: 3 rows to erase.
+		{"draw at 30", func() { l.Draw(fixed(strings.Repeat("z", 29))) }, "\r" + strings.Repeat("z", 27) + "\x1b[K"},
+		// 27 columns reflowed onto 10-column rows: 3 rows to erase.
 		{"narrowed to 10: the wrapped rows are erased", func() { width = 10; l.Clear() },
 			"\r\x1b[K\x1b[1A\x1b[K\x1b[1A\x1b[K"},
 	}
