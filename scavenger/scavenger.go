@@ -40,6 +40,9 @@ type Scavenger struct {
 	cfg Config
 	// book is the rule book of cfg (rules.go) that every pass asks.
 	book ruleBook
+	// ident names the database for checkpoints: the PassDB of Begin, or
+	// nil for New's store, which then must implement store.Identifier.
+	ident store.Identifier
 	// tune holds the settings Tune changes; cfg keeps those it was
 	// created with.
 	tune *tunables
@@ -392,8 +395,11 @@ type pass struct {
 
 // identity names the store's database for checkpoints.
 func (s *Scavenger) identity(ctx context.Context) (string, error) {
-	idr, ok := s.st.(store.Identifier)
-	if !ok {
+	idr := s.ident
+	if idr == nil {
+		idr, _ = s.st.(store.Identifier)
+	}
+	if idr == nil {
 		return "", fmt.Errorf("checkpoints: the store (%T) cannot tell which database it is (store.Identifier)", s.st)
 	}
 	id, err := idr.Identity(ctx)

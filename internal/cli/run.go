@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -223,26 +224,29 @@ func checked(ctx context.Context, db *sqlstore.DB, err error) (*sqlstore.DB, sto
 	return db, info, nil
 }
 
+// runCmd is run's flags: a pass's, and how the CLI shows it.
+type runCmd struct {
+	sf                          scavengeFlags
+	cf                          connFlags
+	lf                          logFlags
+	cp                          checkpointFlags
+	progress, statsJSON, output string
+	waitLock                    bool
+}
+
 // runFlags are run's flags; it returns the pass.
 func runFlags(g *flagGroups) runFunc {
-	var sf scavengeFlags
-	var cf connFlags
-	var lf logFlags
-	var progress, statsJSON, output string
-	var waitLock bool
-	var cp checkpointFlags
-	cf.register(g.Conn)
-	sf.register(g)
-	g.Pace.BoolVar(&waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
-	cp.register(g.Pace)
-	lf.register(g.Output)
-	outputFlag(g.Output, &output, "the pass's outcome and counts on stdout: text or json (logs go to stderr)")
-	g.Output.StringVar(&progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
-	g.Output.StringVar(&statsJSON, "stats-json", "", "also write the pass's counts as JSON to this file (for scripts and the lab)")
+	var r runCmd
+	r.cf.register(g.Conn)
+	r.sf.register(g)
+	g.Pace.BoolVar(&r.waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
+	r.cp.register(g.Pace)
+	r.lf.register(g.Output)
+	outputFlag(g.Output, &r.output, "the pass's outcome and counts on stdout: text or json (logs go to stderr)")
+	g.Output.StringVar(&r.progress, "progress", "auto", "progress line on stderr: auto (when a terminal), always or never")
+	g.Output.StringVar(&r.statsJSON, "stats-json", "", "also write the pass's counts as JSON to this file (for scripts and the lab)")
 	configFlag(g.Other)
-	return func(ctx context.Context, inv *invocation) error {
-		return runPass(ctx, inv, &sf, &cf, &lf, &cp, progress, statsJSON, output, waitLock)
-	}
+	return r.run
 }
 
 // checkpointFlags are run's --checkpoint, --fresh and --checkpoint-interval.
@@ -272,126 +276,151 @@ func (f *checkpointFlags) check() error {
 	return nil
 }
 
-func runPass(ctx context.Context, inv *invocation, sf *scavengeFlags, cf *connFlags, lf *logFlags, cp *checkpointFlags, progress, statsJSON, output string, waitLock bool) error {
-	e := inv.env
-	if err := cp.check(); err != nil {
+// apply makes the pass of cfg resume from the checkpoint file, if any, and
+// keep it up to date.
+func (f *checkpointFlags) apply(cfg *scavenger.Config) error {
+	if f.file == "" {
+		return nil
+	}
+	var err error
+	if cfg.Resume, err = loadCheckpoint(f.file, f.fresh); err != nil {
 		return err
 	}
-	cfg, err := sf.config()
+	cfg.Checkpoint = func(_ context.Context, c scavenger.Checkpoint) error { return saveCheckpoint(f.file, c) }
+	cfg.CheckpointInterval = f.every
+	return nil
+}
+
+// finish returns the error of a pass that ended with st and err: a
+// checkpoint of another pass is a usage error, and a completed pass's
+// checkpoint file is removed, as nothing is left to resume.
+func (f *checkpointFlags) finish(st scavenger.Stats, err error) error {
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", f.file, err)
+	}
+	if err == nil && f.file != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
+		if rerr := os.Remove(f.file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = fmt.Errorf("remove the completed pass's checkpoint: %w", rerr)
+		}
+	}
+	return err
+}
+
+// run makes one pass: the flags checked, the database opened, the pass
+// set up by scavenger.Begin (lock, schema check), run under its progress
+// line, its outcome printed and turned into the exit status.
+func (r *runCmd) run(ctx context.Context, inv *invocation) error {
+	cfg, err := r.config()
 	if err != nil {
 		return err
 	}
-	if cfg.DryRun && cp.file != "" {
-		// A checkpoint is for resuming deletions; a dry run's would be
-		// refused by the real pass (its settings differ), and writing or
-		// removing the file would change what a real pass resumes from.
-		return usagef("--checkpoint with --dry-run: a dry run never writes or removes a checkpoint; leave one of them out")
-	}
-	switch progress {
-	case "auto", "always", "never":
-	default:
-		return usagef("--progress %q: use auto, always or never", progress)
-	}
-	if err := checkOutput(output); err != nil {
-		return err
-	}
-	// With a progress line, the log goes through it: the line is cleared
-	// before each log line and drawn again below it.
-	line := progressLine(e.stderr, progress)
-	logOut := e.stderr
-	if line != nil {
-		logOut = line
-	}
-	log, err := lf.logger(logOut)
+	line, log, err := r.logger(inv.env.stderr)
 	if err != nil {
 		return err
 	}
 	cfg.Logger = log
-	db, info, err := cf.openChecked(ctx, inv, sf.storeOptions(), func(w string) { log.Warn(w) })
+	db, err := r.cf.open(ctx, inv.fs, inv.origins, r.sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if cfg.Tables == nil {
-		cfg.Tables = info.Tables
-	}
-	if cp.file != "" {
-		if cfg.Resume, err = loadCheckpoint(cp.file, cp.fresh); err != nil {
-			return err
-		}
-		cfg.Checkpoint = func(_ context.Context, c scavenger.Checkpoint) error { return saveCheckpoint(cp.file, c) }
-		cfg.CheckpointInterval = cp.every
-	}
-	// A dry run deletes nothing (its store refuses every write), so it
-	// takes no lock: it neither waits for a real pass nor keeps one out.
-	var lock store.Lock = noLock{}
-	switch {
-	case cfg.DryRun:
-		log.Info("dry run: no lock taken, nothing is deleted")
-	case cfg.Partition.Whole():
-		lock, err = db.Lock(ctx, waitLock)
-	default:
-		lock, err = db.LockRange(ctx, cfg.Partition.Range(), waitLock)
-	}
-	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			if !cfg.Partition.Whole() {
-				return fmt.Errorf("%w: another tqscavenger is running against partition %s of this database (a whole pass, or a partition that overlaps it); wait for it, or pass --wait-lock", err, cfg.Partition)
-			}
-			return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
-		}
+	if err := r.cp.apply(&cfg); err != nil {
 		return err
 	}
-	defer lock.Unlock()
-	if !cfg.DryRun {
-		// The pass checks the lock as it goes, and fails if it is lost.
-		cfg.Lock = lock
+	p, err := scavenger.Begin(ctx, db, cfg, scavenger.PassOptions{WaitLock: r.waitLock})
+	if err != nil {
+		return explainLocked(err, cfg.Partition)
 	}
+	defer p.Close()
+	if cfg.DryRun {
+		log.Info("dry run: no lock taken, nothing is deleted")
+	}
+	st, err := r.runShown(ctx, inv.env, p, db, line)
+	if err = r.cp.finish(st, err); err != nil {
+		return err
+	}
+	inv.env.exit = runStatus(st.Outcome)
+	return nil
+}
 
-	s := scavenger.New(db, cfg)
+// config checks run's own flags and returns the pass's config.
+func (r *runCmd) config() (scavenger.Config, error) {
+	if err := r.cp.check(); err != nil {
+		return scavenger.Config{}, err
+	}
+	cfg, err := r.sf.config()
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.DryRun && r.cp.file != "" {
+		// A checkpoint is for resuming deletions; a dry run's would be
+		// refused by the real pass (its settings differ), and writing or
+		// removing the file would change what a real pass resumes from.
+		return cfg, usagef("--checkpoint with --dry-run: a dry run never writes or removes a checkpoint; leave one of them out")
+	}
+	switch r.progress {
+	case "auto", "always", "never":
+	default:
+		return cfg, usagef("--progress %q: use auto, always or never", r.progress)
+	}
+	return cfg, checkOutput(r.output)
+}
+
+// logger returns the progress line on stderr (nil: none) and the pass's
+// logger. With a progress line, the log goes through it: the line is
+// cleared before each log line and drawn again below it.
+func (r *runCmd) logger(stderr io.Writer) (*progressline.Line, *slog.Logger, error) {
+	line := progressLine(stderr, r.progress)
+	logOut := stderr
+	if line != nil {
+		logOut = line
+	}
+	log, err := r.lf.logger(logOut)
+	return line, log, err
+}
+
+// explainLocked says what to do about a lock another tqscavenger holds.
+func explainLocked(err error, p scavenger.Partition) error {
+	switch {
+	case !errors.Is(err, store.ErrLocked):
+		return err
+	case !p.Whole():
+		return fmt.Errorf("%w: another tqscavenger is running against partition %s of this database (a whole pass, or a partition that overlaps it); wait for it, or pass --wait-lock", err, p)
+	}
+	return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
+}
+
+// runShown runs the pass under its progress line and prints its outcome
+// and counts (stdout, --stats-json).
+func (r *runCmd) runShown(ctx context.Context, e *env, p *scavenger.Pass, db *sqlstore.DB, line *progressline.Line) (scavenger.Stats, error) {
+	cfg := p.Config()
 	var tables []string // names: a []store.Table would log as bytes
-	for _, t := range s.Config().Tables {
+	for _, t := range cfg.Tables {
 		tables = append(tables, t.String())
 	}
-	log.Info("scavenging", "db", db.DSN().String(), "tables", tables, "dry_run", cfg.DryRun)
-	stopProgress := startProgress(line, s, cfg.DryRun)
-	st, err := s.Run(ctx)
+	cfg.Logger.Info("scavenging", "db", db.DSN().String(), "tables", tables, "dry_run", cfg.DryRun)
+	stopProgress := startProgress(line, p.Scavenger, cfg.DryRun)
+	st, err := p.Run(ctx)
 	stopProgress()
 	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
 		// Bad input, refused before any work: no pass ran, so none is
 		// reported (no "outcome":"failed" beside exit status 2).
-		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", cp.file, err)
+		return st, err
 	}
-	if output == "json" {
+	if r.output == "json" {
 		if werr := writeJSON(e.stdout, statsMap(st, db.Stats().Statements)); werr != nil && err == nil {
 			err = werr
 		}
 	} else {
 		printSummary(e.stdout, st)
 	}
-	if statsJSON != "" {
-		if werr := writeStatsJSON(statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
+	if r.statsJSON != "" {
+		if werr := writeStatsJSON(r.statsJSON, st, db.Stats().Statements); werr != nil && err == nil {
 			err = werr
 		}
 	}
-	if err == nil && cp.file != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
-		// Nothing is left to resume.
-		if rerr := os.Remove(cp.file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = fmt.Errorf("remove the completed pass's checkpoint: %w", rerr)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	e.exit = runStatus(st.Outcome)
-	return nil
+	return st, err
 }
-
-// noLock is the lock of a pass that takes none: a dry run's.
-type noLock struct{}
-
-func (noLock) Unlock() error               { return nil }
-func (noLock) Check(context.Context) error { return nil }
 
 // progressLine returns the progress line drawn on w, or nil if mode and
 // w call for none: by default (auto) there is one only on a terminal.

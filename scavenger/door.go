@@ -1,0 +1,131 @@
+package scavenger
+
+// The one door every host (the CLI's run, the daemon, the Temporal
+// activity) goes through to make a pass: Begin takes the lock of the
+// pass's part of the range_hash space, checks the schema, fills in what
+// the schema check decides and hands back a Pass that holds the lock; the
+// host runs it and closes it. What stays with the host is its own: flags
+// and output, schedule and metrics, heartbeats and retries.
+
+import (
+	"context"
+	"sync"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// PassDB is what a pass needs of a database: the task store it scavenges,
+// the schema check before it, the lock of a range of the range_hash space
+// (a whole pass locks store.FullRange) and the database's identity, which
+// checkpoints carry so that one is never resumed against another
+// database. *sqlstore.DB implements it.
+type PassDB interface {
+	store.Store
+	store.SchemaChecker
+	store.RangeLocker
+	store.Identifier
+}
+
+// PassOptions are how Begin sets up a pass. The zero value is the
+// default.
+type PassOptions struct {
+	// WaitLock makes Begin wait for the lock, until ctx ends, instead of
+	// failing at once with an error wrapping store.ErrLocked.
+	WaitLock bool
+	// TablesAtRun leaves a nil Config.Tables nil, so the pass scavenges
+	// the tables present when it starts, rather than the ones the schema
+	// check found usable (the default). The Temporal activity sets it: its
+	// pass descriptions, and so the settings digests of its checkpoints,
+	// carry the tables as the workflow was told them.
+	TablesAtRun bool
+}
+
+// SetupStep names the step of Begin that failed.
+type SetupStep string
+
+// The steps of Begin, in order.
+const (
+	StepLock   SetupStep = "lock"
+	StepSchema SetupStep = "schema check"
+)
+
+// SetupError is Begin's error: the step that failed and its error, which
+// it wraps (store.ErrLocked, store.ErrSchema, a connection's error...).
+// Its message is the step's error's, unchanged.
+type SetupError struct {
+	Step SetupStep
+	Err  error
+}
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Pass is a pass set up by Begin: it holds the lock of its part of the
+// range_hash space until Close. Its Scavenger (Stats, Tune, Shutdown) may
+// be used from any goroutine while Run runs.
+type Pass struct {
+	*Scavenger
+	lock      store.Lock
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Begin sets up a pass of cfg over db, in the order every host needs:
+//
+//  1. the lock of cfg.Partition's range (store.FullRange for a whole
+//     pass), waiting for it only with opts.WaitLock; a dry run takes
+//     none: its store refuses every write (dryRunStore), so it neither
+//     waits for a real pass nor keeps one out;
+//  2. the schema check, under the lock, so a database that cannot be
+//     scavenged is refused before any statement of the pass;
+//  3. the defaults: a nil cfg.Tables becomes the tables the check found
+//     usable (unless opts.TablesAtRun), cfg.Lock the lock just taken (none
+//     for a dry run), so the pass checks it as it goes and fails if it is
+//     lost, and the
+//     database's identity is the one the pass's checkpoints carry.
+//
+// A failed step returns a *SetupError, the lock released. The caller
+// runs the Pass and then closes it:
+//
+//	p, err := scavenger.Begin(ctx, db, cfg, scavenger.PassOptions{})
+//	if err != nil {
+//		return err
+//	}
+//	defer p.Close()
+//	st, err := p.Run(ctx)
+//
+// cfg itself is checked by Run, as for a Scavenger made by New.
+func Begin(ctx context.Context, db PassDB, cfg Config, opts PassOptions) (*Pass, error) {
+	var lock store.Lock = noLock{}
+	if !cfg.DryRun {
+		l, err := db.LockRange(ctx, cfg.Partition.Range(), opts.WaitLock)
+		if err != nil {
+			return nil, &SetupError{Step: StepLock, Err: err}
+		}
+		lock, cfg.Lock = l, l
+	}
+	info, err := db.Check(ctx)
+	if err != nil {
+		lock.Unlock()
+		return nil, &SetupError{Step: StepSchema, Err: err}
+	}
+	if cfg.Tables == nil && !opts.TablesAtRun {
+		cfg.Tables = info.Tables
+	}
+	s := New(db, cfg)
+	s.ident = db
+	return &Pass{Scavenger: s, lock: lock}, nil
+}
+
+// Close releases the pass's lock, once: later calls return the first's
+// error. Close a pass only once its Run has returned.
+func (p *Pass) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.lock.Unlock() })
+	return p.closeErr
+}
+
+// noLock is the lock of a pass that takes none: a dry run's.
+type noLock struct{}
+
+func (noLock) Unlock() error               { return nil }
+func (noLock) Check(context.Context) error { return nil }

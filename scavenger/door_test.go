@@ -1,0 +1,159 @@
+package scavenger_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// Every host passes a *sqlstore.DB to Begin.
+var _ scavenger.PassDB = (*sqlstore.DB)(nil)
+
+// setupStep returns the step of Begin's error, or "" if it is not a
+// *SetupError.
+func setupStep(err error) scavenger.SetupStep {
+	var se *scavenger.SetupError
+	if errors.As(err, &se) {
+		return se.Step
+	}
+	return ""
+}
+
+// TestBegin: on every engine, a Pass of Begin holds the lock of its
+// partition's range (a whole pass: the full range) until Close: an
+// overlapping Begin fails at the lock step with store.ErrLocked, a
+// disjoint one does not, and after Close the range is free again. The
+// pass runs with the tables the schema check found and the lock it holds.
+func TestBegin(t *testing.T) {
+	ctx := context.Background()
+	whole, first, second := scavenger.Partition{}, scavenger.Partition{Index: 0, Count: 2}, scavenger.Partition{Index: 1, Count: 2}
+	for _, tc := range []struct {
+		name       string
+		held, next scavenger.Partition
+		overlap    bool
+	}{
+		{"whole then whole", whole, whole, true},
+		{"whole then part", whole, second, true},
+		{"part then whole", first, whole, true},
+		{"part then same part", first, first, true},
+		{"part then other part", first, second, false},
+	} {
+		for _, e := range testdb.Engines {
+			t.Run(tc.name+"/"+string(e), func(t *testing.T) {
+				db := testdb.Open(t, e)
+				seedPartitioned(t, db)
+				p, err := scavenger.Begin(ctx, db, partitionConfig(tc.held), scavenger.PassOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cfg := p.Config(); cfg.Lock == nil || !slices.Equal(cfg.Tables, []store.Table{store.V1, store.V2}) {
+					t.Fatalf("the pass runs with lock %v and tables %v: want its lock and the tables found, v1 and v2", cfg.Lock, cfg.Tables)
+				}
+				q, err := scavenger.Begin(ctx, db, partitionConfig(tc.next), scavenger.PassOptions{})
+				switch {
+				case tc.overlap && (setupStep(err) != scavenger.StepLock || !errors.Is(err, store.ErrLocked)):
+					t.Fatalf("a pass of %s beside one of %s: %v (step %q), want the lock step's store.ErrLocked", tc.next, tc.held, err, setupStep(err))
+				case !tc.overlap && err != nil:
+					t.Fatalf("a pass of %s beside one of %s: %v, want it to run", tc.next, tc.held, err)
+				case !tc.overlap:
+					if _, err := q.Run(ctx); err != nil {
+						t.Fatal(err)
+					}
+					q.Close()
+				}
+				if _, err := p.Run(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Close(); err != nil {
+					t.Fatalf("a second Close: %v, want the first's (nil)", err)
+				}
+				l, err := db.LockRange(ctx, store.FullRange, false)
+				if err != nil {
+					t.Fatalf("after Close: %v, want the lock free", err)
+				}
+				l.Unlock()
+			})
+		}
+	}
+}
+
+// TestBeginSchema: Begin over a database without task tables fails at the
+// schema step with store.ErrSchema, and leaves the lock free.
+func TestBeginSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "empty.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := testdb.OpenDSN(t, "sqlite:"+path)
+	_, err := scavenger.Begin(ctx, db, scavenger.Config{}, scavenger.PassOptions{})
+	if setupStep(err) != scavenger.StepSchema || !errors.Is(err, store.ErrSchema) {
+		t.Fatalf("Begin over an empty database: %v (step %q), want the schema step's store.ErrSchema", err, setupStep(err))
+	}
+	l, err := db.LockRange(ctx, store.FullRange, false)
+	if err != nil {
+		t.Fatalf("after a failed schema check: %v, want the lock released", err)
+	}
+	l.Unlock()
+}
+
+// TestBeginTablesAtRun: with PassOptions.TablesAtRun a nil Config.Tables
+// stays nil (the pass finds the tables when it starts); set Tables are
+// kept either way.
+func TestBeginTablesAtRun(t *testing.T) {
+	ctx := context.Background()
+	db := newSQLite(t)
+	for _, tc := range []struct {
+		opts   scavenger.PassOptions
+		tables []store.Table
+		want   []store.Table
+	}{
+		{scavenger.PassOptions{}, nil, []store.Table{store.V1, store.V2}},
+		{scavenger.PassOptions{TablesAtRun: true}, nil, nil},
+		{scavenger.PassOptions{}, []store.Table{store.V2}, []store.Table{store.V2}},
+		{scavenger.PassOptions{TablesAtRun: true}, []store.Table{store.V2}, []store.Table{store.V2}},
+	} {
+		p, err := scavenger.Begin(ctx, db, scavenger.Config{Tables: tc.tables}, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Config().Tables; !slices.Equal(got, tc.want) {
+			t.Errorf("%+v, tables %v: the pass has tables %v, want %v", tc.opts, tc.tables, got, tc.want)
+		}
+		p.Close()
+	}
+}
+
+// TestBeginDryRun: a dry run takes no lock (its store refuses every
+// write): it runs beside a whole pass that holds the lock, and watches
+// none.
+func TestBeginDryRun(t *testing.T) {
+	ctx := context.Background()
+	db := newSQLite(t)
+	held, err := scavenger.Begin(ctx, db, scavenger.Config{}, scavenger.PassOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	p, err := scavenger.Begin(ctx, db, scavenger.Config{DryRun: true}, scavenger.PassOptions{})
+	if err != nil {
+		t.Fatalf("a dry run beside a held lock: %v, want it to run", err)
+	}
+	if p.Config().Lock != nil {
+		t.Errorf("a dry run watches lock %v, want none", p.Config().Lock)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
