@@ -25,7 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
-	"github.com/tqscavenger/tqscavenger/store"
 )
 
 // Log messages an operator can grep for. They do not change between
@@ -64,14 +63,6 @@ const (
 	DefaultHistory         = 20
 )
 
-// DB is what a daemon needs from a database: the scavenger's store, the
-// lock and the schema check. *sqlstore.DB implements it.
-type DB interface {
-	store.Store
-	store.Locker
-	store.SchemaChecker
-}
-
 // Setting is one line of the configuration in effect, as shown on the
 // status page. Secrets must already be masked.
 type Setting struct {
@@ -87,8 +78,9 @@ type Build struct {
 
 // Config configures a Daemon.
 type Config struct {
-	// DB is the database to scavenge. Required.
-	DB DB
+	// DB is the database to scavenge (a *sqlstore.DB): what a pass
+	// needs of it, and the schema check of the status page. Required.
+	DB scavenger.PassDB
 	// Scavenger configures every pass. Its Logger is replaced by the
 	// daemon's, with the pass number added. Nil Tables means the tables
 	// the schema check finds before each pass, so tables created by a

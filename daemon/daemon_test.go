@@ -148,7 +148,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 // hookDB wraps a database so a test can hold a pass at a chosen
 // statement, and counts the statements a pass makes. It spells out every
-// method of daemon.DB, so a method added to the contract cannot bypass it.
+// method of scavenger.PassDB, so a method added to the contract cannot bypass it.
 type hookDB struct {
 	DB *sqlstore.DB
 	// listQueues, readTasks (ReadTasks and ScanTasks: whichever a pass
@@ -222,16 +222,18 @@ func (h *hookDB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.Q
 	return h.DB.DeleteOrphanTasks(ctx, t, q, parents, keys)
 }
 
-var _ daemon.DB = (*hookDB)(nil)
+var _ scavenger.PassDB = (*hookDB)(nil)
 
 func (h *hookDB) Tables(ctx context.Context) ([]store.Table, error) {
 	h.calls.Add(1)
 	return h.DB.Tables(ctx)
 }
 
-func (h *hookDB) Lock(ctx context.Context, wait bool) (store.Lock, error) {
-	return h.DB.Lock(ctx, wait)
+func (h *hookDB) LockRange(ctx context.Context, r store.HashRange, wait bool) (store.Lock, error) {
+	return h.DB.LockRange(ctx, r, wait)
 }
+
+func (h *hookDB) Identity(ctx context.Context) (string, error) { return h.DB.Identity(ctx) }
 
 func (h *hookDB) Check(ctx context.Context) (store.SchemaInfo, error) {
 	if h.check != nil {

@@ -1,13 +1,13 @@
 package daemon
 
-// One attempt at a pass: take the lock, check the schema, run the pass,
-// shut it down gracefully if the daemon stops meanwhile, release the lock,
-// and record the outcome.
+// One attempt at a pass: set it up through scavenger.Begin (the lock,
+// the schema check), run it, shut it down gracefully if the daemon stops
+// meanwhile, release the lock, and record the outcome.
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
@@ -17,153 +17,151 @@ import (
 // pass makes one attempt: take the lock, check the schema, run a pass,
 // release the lock. Every outcome is recorded; none stops the daemon.
 func (d *Daemon) pass(ctx context.Context) {
-	d.mu.Lock()
-	d.lastID++
-	id := d.lastID
-	d.state = Running
-	d.next = time.Time{}
-	// The configuration at the pass's start: a reload during it changes
-	// only what Reconfigure says it does. The lock is the partition's of
-	// this snapshot, so the pass runs over the range it locked.
-	cfg, shutdownTimeout := d.cfg.Scavenger, d.cfg.ShutdownTimeout
-	d.mu.Unlock()
+	id, cfg := d.startPass()
 	log := d.log.With("pass", id)
-
-	lock, err := d.lock(ctx, cfg)
+	cfg.Logger = log
+	start := d.clock.Now()
+	p, err := scavenger.Begin(ctx, d.cfg.DB, cfg, scavenger.PassOptions{})
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		at := d.clock.Now()
-		rec := PassRecord{ID: id, Start: at, End: at, Outcome: Skipped, Err: err.Error()}
-		if errors.Is(err, store.ErrLocked) {
-			log.Info(MsgLockHeld)
-			rec.Err = "lock held by another tqscavenger"
-			d.finish(rec, skipLockHeld)
-		} else {
-			log.Error(MsgLockError, "err", err)
-			d.finish(rec, skipLockError)
-		}
+		d.setupFailed(ctx, id, start, cfg.DryRun, log, err)
 		return
 	}
-	defer func() {
-		if err := lock.Unlock(); err != nil {
-			log.Warn("releasing the lock", "err", err)
-			return
-		}
-		log.Debug("lock released")
-	}()
+	defer release(p, log)
+	d.running(p, id, start, cfg)
+	st, err := d.run(ctx, p, log)
+	rec := passRecord(id, start, d.clock.Now(), st, err)
+	rec.DryRun = cfg.DryRun
+	d.finish(rec, 0)
+}
 
-	cfg.Logger = log
-	if !cfg.DryRun {
-		// The pass checks the lock as it goes, and stops if it is lost.
-		cfg.Lock = lock
-	}
-	start := d.clock.Now()
-	if cfg.Tables == nil {
-		info, err := d.cfg.DB.Check(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			log.Error(MsgSchemaFailed, "err", err)
-			d.mu.Lock()
-			if !cfg.DryRun {
-				d.totals.started++
-			}
-			d.mu.Unlock()
-			d.finish(PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Failed, Err: err.Error(), DryRun: cfg.DryRun}, 0)
-			return
-		}
-		cfg.Tables = info.Tables
-	}
-
-	sc := scavenger.New(d.cfg.DB, cfg)
+// startPass numbers the pass and returns the configuration at its start:
+// a reload during it changes only what Reconfigure says it does. The lock
+// is the partition's of this snapshot, so the pass runs over the range it
+// locked.
+func (d *Daemon) startPass() (int64, scavenger.Config) {
 	d.mu.Lock()
-	if t := d.cfg.Scavenger; !sameTunables(t, cfg) {
-		// Reloaded since cfg was read: the tunables apply at once.
-		_ = sc.Tune(t)
+	defer d.mu.Unlock()
+	d.lastID++
+	d.state = Running
+	d.next = time.Time{}
+	return d.lastID, d.cfg.Scavenger
+}
+
+// setupFailed records a pass Begin refused: skipped if the lock could not
+// be taken (held by another tqscavenger, or an error), failed if the
+// schema check failed (a dry run's not counted among passes started). A daemon stopping meanwhile records nothing.
+func (d *Daemon) setupFailed(ctx context.Context, id int64, start time.Time, dryRun bool, log *slog.Logger, err error) {
+	if ctx.Err() != nil {
+		return
 	}
-	d.current, d.currentID, d.currentAt = sc, id, start
+	var se *scavenger.SetupError
+	if errors.As(err, &se) && se.Step == scavenger.StepSchema {
+		log.Error(MsgSchemaFailed, "err", err)
+		d.mu.Lock()
+		if !dryRun {
+			d.totals.started++
+		}
+		d.mu.Unlock()
+		d.finish(PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Failed, Err: err.Error(), DryRun: dryRun}, 0)
+		return
+	}
+	at := d.clock.Now()
+	rec := PassRecord{ID: id, Start: at, End: at, Outcome: Skipped, Err: err.Error()}
+	if errors.Is(err, store.ErrLocked) {
+		log.Info(MsgLockHeld)
+		rec.Err = "lock held by another tqscavenger"
+		d.finish(rec, skipLockHeld)
+		return
+	}
+	log.Error(MsgLockError, "err", err)
+	d.finish(rec, skipLockError)
+}
+
+// running makes p the daemon's current pass, the settings reloaded since
+// cfg was read applied at once.
+func (d *Daemon) running(p *scavenger.Pass, id int64, start time.Time, cfg scavenger.Config) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t := d.cfg.Scavenger; !sameTunables(t, cfg) {
+		_ = p.Tune(t)
+	}
+	d.current, d.currentID, d.currentAt = p.Scavenger, id, start
 	if !cfg.DryRun {
 		d.totals.started++
 	}
-	d.mu.Unlock()
+}
 
-	// The pass runs under a context that shutdown does not cancel: when ctx
-	// ends, the pass is shut down gracefully instead, its statements in
-	// flight given until the shutdown timeout.
+// release releases the pass's lock.
+func release(p *scavenger.Pass, log *slog.Logger) {
+	if err := p.Close(); err != nil {
+		log.Warn("releasing the lock", "err", err)
+		return
+	}
+	log.Debug("lock released")
+}
+
+// run runs the pass under a context that shutdown does not cancel: when
+// ctx ends, the pass is shut down gracefully instead, its statements in
+// flight given until the shutdown timeout.
+func (d *Daemon) run(ctx context.Context, p *scavenger.Pass, log *slog.Logger) (scavenger.Stats, error) {
 	type result struct {
 		st  scavenger.Stats
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		st, err := sc.Run(context.WithoutCancel(ctx))
+		st, err := p.Run(context.WithoutCancel(ctx))
 		done <- result{st, err}
 	}()
-	var r result
 	select {
-	case r = <-done:
+	case r := <-done:
+		return r.st, r.err
 	case <-ctx.Done():
-		d.setState(Stopping, time.Time{})
-		d.log.Info(MsgShuttingDown)
-		d.mu.Lock()
-		shutdownTimeout = d.cfg.ShutdownTimeout // a reload may have changed it
-		d.mu.Unlock()
-		log.Info(MsgDraining, "timeout", shutdownTimeout)
-		sctx, cancel := context.WithCancel(context.Background())
-		timeout, stop := d.clock.NewTimer(shutdownTimeout)
-		go func() {
-			select {
-			case <-timeout:
-				log.Warn(MsgShutdownTimeout)
-				cancel()
-			case <-sctx.Done():
-			}
-		}()
-		if err := sc.Shutdown(sctx); err != nil {
-			log.Warn("shutdown cut the pass short", "err", err)
-		}
-		stop()
-		cancel()
-		r = <-done
 	}
-	rec := PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Outcome(r.st.Outcome), Stats: r.st, DryRun: cfg.DryRun}
+	d.drain(p.Scavenger, log)
+	r := <-done
+	return r.st, r.err
+}
+
+// drain shuts the running pass down, cancelling its statements once the
+// shutdown timeout (as a reload may have changed it) has passed.
+func (d *Daemon) drain(sc *scavenger.Scavenger, log *slog.Logger) {
+	d.setState(Stopping, time.Time{})
+	d.log.Info(MsgShuttingDown)
+	d.mu.Lock()
+	shutdownTimeout := d.cfg.ShutdownTimeout
+	d.mu.Unlock()
+	log.Info(MsgDraining, "timeout", shutdownTimeout)
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	timeout, stop := d.clock.NewTimer(shutdownTimeout)
+	defer stop()
+	go func() {
+		select {
+		case <-timeout:
+			log.Warn(MsgShutdownTimeout)
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	if err := sc.Shutdown(sctx); err != nil {
+		log.Warn("shutdown cut the pass short", "err", err)
+	}
+}
+
+// passRecord is the record of pass id, run from start to end, that ended
+// with st and err.
+func passRecord(id int64, start, end time.Time, st scavenger.Stats, err error) PassRecord {
+	rec := PassRecord{ID: id, Start: start, End: end, Outcome: Outcome(st.Outcome), Stats: st}
 	rec.Stats.BadRows = nil
 	switch {
 	case rec.Outcome == Interrupted:
 		rec.Err = "shutdown"
-	case r.err != nil:
-		rec.Outcome, rec.Err = Failed, r.err.Error()
+	case err != nil:
+		rec.Outcome, rec.Err = Failed, err.Error()
 	}
-	d.finish(rec, 0)
+	return rec
 }
-
-// lock takes the lock of the pass's part of the hash space: the whole
-// pass's lock, or the partition's range lock. A dry run takes none: its
-// store refuses every write, so it neither waits for a real pass nor keeps
-// one out.
-func (d *Daemon) lock(ctx context.Context, cfg scavenger.Config) (store.Lock, error) {
-	p := cfg.Partition
-	if cfg.DryRun {
-		return noLock{}, nil
-	}
-	if p.Whole() {
-		return d.cfg.DB.Lock(ctx, false)
-	}
-	rl, ok := d.cfg.DB.(store.RangeLocker)
-	if !ok {
-		return nil, fmt.Errorf("partition %s: the database (%T) has no range locks", p, d.cfg.DB)
-	}
-	return rl.LockRange(ctx, p.Range(), false)
-}
-
-// noLock is the lock of a pass that takes none: a dry run's.
-type noLock struct{}
-
-func (noLock) Unlock() error               { return nil }
-func (noLock) Check(context.Context) error { return nil }
 
 // sameTunables reports whether a and b have the same settings
 // scavenger.Scavenger.Tune changes.
