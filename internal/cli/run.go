@@ -101,36 +101,49 @@ func nonNegative(name string, v int) error {
 	return nil
 }
 
+// config returns the pass's config the flags make, or a usage error.
 func (f *scavengeFlags) config() (scavenger.Config, error) {
 	var c scavenger.Config
+	for _, step := range []func(*scavenger.Config) error{f.checkNumbers, f.rules, f.scope, f.pace} {
+		if err := step(&c); err != nil {
+			return c, err
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return c, usageError{err}
+	}
+	return c, nil
+}
+
+// checkNumbers refuses negative counts and durations.
+func (f *scavengeFlags) checkNumbers(*scavenger.Config) error {
+	for name, v := range map[string]int{"workers": f.workers, "list-page-size": f.page, "task-batch-size": f.batch, "tasks-per-job": f.perJob, "max-deferred": f.deferred, "max-conns": f.maxConns} {
+		if err := nonNegative(name, v); err != nil {
+			return err
+		}
+	}
+	for name, v := range map[string]time.Duration{"slow-statement": f.slow, "grace": f.grace, "retry-initial": f.retryMin, "retry-max": f.retryMax, "retry-for": f.retryFor, "statement-timeout": f.stmtTO} {
+		if v < 0 {
+			return usagef("--%s %s: must not be negative", name, v)
+		}
+	}
+	if f.maxDeletes < 0 || f.maxStatements < 0 {
+		return usagef("--max-deletes-per-second and --max-statements-per-second must not be negative")
+	}
+	return nil
+}
+
+// rules sets what decides deletion: the mode, the grace, the protected
+// prefixes, the opt-in rules, the orphan policy, dry run and the clock.
+func (f *scavengeFlags) rules(c *scavenger.Config) error {
 	switch f.compat {
 	case "", "none", "tqscavenger":
 	case "temporal":
 		c.Compat = scavenger.CompatTemporal
 	default:
-		return c, usagef("--compat %q: use \"temporal\" or leave it out", f.compat)
+		return usagef("--compat %q: use \"temporal\" or leave it out", f.compat)
 	}
-	for name, v := range map[string]int{"workers": f.workers, "list-page-size": f.page, "task-batch-size": f.batch, "tasks-per-job": f.perJob, "max-deferred": f.deferred, "max-conns": f.maxConns} {
-		if err := nonNegative(name, v); err != nil {
-			return c, err
-		}
-	}
-	for name, v := range map[string]time.Duration{"slow-statement": f.slow, "grace": f.grace, "retry-initial": f.retryMin, "retry-max": f.retryMax, "retry-for": f.retryFor, "statement-timeout": f.stmtTO} {
-		if v < 0 {
-			return c, usagef("--%s %s: must not be negative", name, v)
-		}
-	}
-	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
-	if f.partition != "" {
-		p, err := scavenger.ParsePartition(f.partition)
-		if err != nil {
-			return c, usagef("--partition: %v", err)
-		}
-		c.Partition = p
-	}
-	c.Grace, c.RetryInitial, c.RetryMax, c.SlowStatement = f.grace, f.retryMin, f.retryMax, f.slow
-	c.UnsafeShortGrace, c.RetryFor = f.unsafe, f.retryFor
-	c.DryRun = f.dryRun
+	c.Grace, c.UnsafeShortGrace, c.DryRun = f.grace, f.unsafe, f.dryRun
 	if f.protect.set {
 		c.ProtectedPrefixes = []string{}
 		for _, p := range f.protect.vals {
@@ -139,16 +152,48 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 			}
 		}
 	}
-	if f.now != "" {
-		t, err := time.Parse(time.RFC3339Nano, f.now)
+	if err := f.clock(c); err != nil {
+		return err
+	}
+	c.PastLiveHead, c.BelowAckLevel = f.pastLiveHead, f.belowAckLevel
+	switch scavenger.OrphanPolicy(f.orphans) {
+	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
+		c.Orphans = scavenger.OrphanPolicy(f.orphans)
+	default:
+		return usagef("--orphans %q: use expired, all or none", f.orphans)
+	}
+	if c.Compat == scavenger.CompatTemporal && (c.PastLiveHead || c.BelowAckLevel || f.orphans == string(scavenger.OrphansAll)) {
+		return usagef("--past-live-head, --below-ack-level and --orphans=all are tqscavenger's rules: leave out --compat=temporal to use them")
+	}
+	return nil
+}
+
+// clock sets the pretend time of --now, never ahead of the real clock.
+func (f *scavengeFlags) clock(c *scavenger.Config) error {
+	if f.now == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, f.now)
+	if err != nil {
+		return usagef("--now %q: use RFC 3339, e.g. 2026-11-30T12:00:00Z", f.now)
+	}
+	// A time ahead makes tasks that are not expired look expired.
+	if real := time.Now(); t.After(real.Add(maxClockSkew)) {
+		return usagef("--now %s is %s ahead of the clock: a pretend time in the future would delete tasks that have not expired", f.now, t.Sub(real).Round(time.Second))
+	}
+	c.Now = func() time.Time { return t }
+	return nil
+}
+
+// scope sets which rows a pass looks at: the partition, the tables, the
+// namespaces and the queue glob.
+func (f *scavengeFlags) scope(c *scavenger.Config) error {
+	if f.partition != "" {
+		p, err := scavenger.ParsePartition(f.partition)
 		if err != nil {
-			return c, usagef("--now %q: use RFC 3339, e.g. 2026-11-30T12:00:00Z", f.now)
+			return usagef("--partition: %v", err)
 		}
-		// A time ahead makes tasks that are not expired look expired.
-		if real := time.Now(); t.After(real.Add(maxClockSkew)) {
-			return c, usagef("--now %s is %s ahead of the clock: a pretend time in the future would delete tasks that have not expired", f.now, t.Sub(real).Round(time.Second))
-		}
-		c.Now = func() time.Time { return t }
+		c.Partition = p
 	}
 	switch f.tables {
 	case "", "all":
@@ -157,34 +202,26 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 	case "v2":
 		c.Tables = []store.Table{store.V2}
 	default:
-		return c, usagef("--tables %q: use v1, v2 or all", f.tables)
-	}
-	c.PastLiveHead, c.BelowAckLevel, c.QueueGlob = f.pastLiveHead, f.belowAckLevel, f.queueGlob
-	if f.maxDeletes < 0 || f.maxStatements < 0 {
-		return c, usagef("--max-deletes-per-second and --max-statements-per-second must not be negative")
-	}
-	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
-	c.YieldToLoad, c.YieldFactor = f.yield, f.yieldFactor
-	switch scavenger.OrphanPolicy(f.orphans) {
-	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
-		c.Orphans = scavenger.OrphanPolicy(f.orphans)
-	default:
-		return c, usagef("--orphans %q: use expired, all or none", f.orphans)
+		return usagef("--tables %q: use v1, v2 or all", f.tables)
 	}
 	for _, ns := range f.namespaces.vals {
 		id, err := wire.ParseNamespaceID(ns)
 		if err != nil {
-			return c, usagef("--namespace: %v", err)
+			return usagef("--namespace: %v", err)
 		}
 		c.Namespaces = append(c.Namespaces, id)
 	}
-	if c.Compat == scavenger.CompatTemporal && (c.PastLiveHead || c.BelowAckLevel || f.orphans == string(scavenger.OrphansAll)) {
-		return c, usagef("--past-live-head, --below-ack-level and --orphans=all are tqscavenger's rules: leave out --compat=temporal to use them")
-	}
-	if err := c.Validate(); err != nil {
-		return c, usageError{err}
-	}
-	return c, nil
+	c.QueueGlob = f.queueGlob
+	return nil
+}
+
+// pace sets how fast a pass goes: workers, batch sizes, limits, retries.
+func (f *scavengeFlags) pace(c *scavenger.Config) error {
+	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
+	c.RetryInitial, c.RetryMax, c.RetryFor, c.SlowStatement = f.retryMin, f.retryMax, f.retryFor, f.slow
+	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
+	c.YieldToLoad, c.YieldFactor = f.yield, f.yieldFactor
+	return nil
 }
 
 // runStatus is the exit status of a run that ended with the outcome o.
