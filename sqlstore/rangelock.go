@@ -176,127 +176,183 @@ func mysqlRangeName(db, what string) string {
 	return name
 }
 
-func (s *DB) lockMySQLRange(ctx context.Context, r store.HashRange) (_ store.Lock, err error) {
+// lockMySQLRange takes r's locks on MySQL, where GET_LOCK has only
+// exclusive named locks. Each part of its design answers a case:
+//
+//   - Intentions as slots: partitions 0/4 and 1/4 both lie inside cell
+//     31.0 (and the root), and must run at once, so their intentions on
+//     it must not conflict; an exclusive name per intention would make
+//     them. Each takes a free one of the cell's mysqlIntentSlots names,
+//     and a range that wants the cell itself (a whole pass, or 0/2) finds
+//     it taken only if one of those slots is held.
+//   - Cells, not fixed buckets: partitions of any N must mix (0/3 beside
+//     1/4 overlap; 0/3 beside 1/3 do not); a fixed grid of buckets would
+//     make disjoint ranges share the bucket their boundary falls in.
+//   - The acquisition lock: MySQL cannot check and take many names in one
+//     atomic step, so a whole pass checking the slots while a partition
+//     takes one (and checks that the root is free) could both go ahead.
+//     Every range checks and takes under one short-lived named lock.
+//   - The old name: a whole pass of an older tqscavenger takes only
+//     mysqlLockName, so every range checks it is free, when taken and at
+//     every lock check; a whole pass of this version takes it too.
+//
+// A failed attempt releases at once what it took: a dropped session's
+// locks go only when the server notices.
+func (s *DB) lockMySQLRange(ctx context.Context, r store.HashRange) (store.Lock, error) {
 	ctx, cancel := s.withStartup(ctx)
 	defer cancel()
 	pool, conn, err := s.lockSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	held := false
-	defer func() {
-		if !held {
-			// Release at once what was taken: a dropped session's locks go
-			// when the server notices.
-			conn.ExecContext(ctx, "DO RELEASE_ALL_LOCKS()")
-			discard(conn)
-			pool.Close()
-		}
-	}()
-	db := s.dsn.Database()
-	old := mysqlLockName(db)
-	q := func(query string, args ...any) (bool, error) {
-		var ok bool
-		if err := conn.QueryRowContext(ctx, query, args...).Scan(&ok); err != nil {
-			return false, s.wrap(ctx, "lock", err)
-		}
-		return ok, nil
-	}
-	// Every range is taken under the acquisition lock, so checks and takes
-	// of two ranges never interleave. It is held for a few statements.
-	mutex := mysqlRangeName(db, "acquire")
-	if ok, err := q("SELECT COALESCE(GET_LOCK(?, 10), 0) = 1", mutex); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("%w on %s: the range locks' acquisition lock stayed busy for 10s", store.ErrLocked, s.dsn)
-		}
+	m := mysqlRangeLock{s: s, conn: conn, db: s.dsn.Database(), r: r}
+	l, err := m.take(ctx)
+	if err != nil {
+		conn.ExecContext(ctx, "DO RELEASE_ALL_LOCKS()")
+		discard(conn)
+		pool.Close()
 		return nil, err
 	}
-	var mine []string // the names this session holds
-	if ok, err := q("SELECT COALESCE(IS_FREE_LOCK(?), 0) = 1", old); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("%w on %s: a whole pass holds the lock", store.ErrLocked, s.dsn)
-			if r.Full() {
-				err = fmt.Errorf("%w on %s", store.ErrLocked, s.dsn)
-			}
-		}
-		return nil, err
+	l.pool, l.conn = pool, conn
+	return l, nil
+}
+
+// mysqlRangeLock is one attempt at taking a range's locks on MySQL, on
+// the lock's own session.
+type mysqlRangeLock struct {
+	s    *DB
+	conn *sql.Conn
+	db   string // the database, whose name the lock names carry
+	r    store.HashRange
+}
+
+// take takes the range's locks under the acquisition lock, and returns
+// the lock that checks them.
+func (m mysqlRangeLock) take(ctx context.Context) (*serverLock, error) {
+	mutex := mysqlRangeName(m.db, "acquire")
+	if ok, err := m.query(ctx, "SELECT COALESCE(GET_LOCK(?, 10), 0) = 1", mutex); err != nil || !ok {
+		return nil, m.refused(err, "%w on %s: the range locks' acquisition lock stayed busy for 10s")
 	}
-	cells := cover(r)
+	old := mysqlLockName(m.db)
+	if ok, err := m.query(ctx, "SELECT COALESCE(IS_FREE_LOCK(?), 0) = 1", old); err != nil || !ok {
+		if m.r.Full() {
+			return nil, m.refused(err, "%w on %s")
+		}
+		return nil, m.refused(err, "%w on %s: a whole pass holds the lock")
+	}
+	cells := cover(m.r)
 	anc := ancestors(cells)
-	// Free to take: no slot of an intention on a cell (a range inside it),
-	// no ancestor cell held (a range around it). The names go as a JSON
-	// array: an expression over thousands of arguments overruns the
-	// server's stack.
+	if err := m.free(ctx, cells, anc); err != nil {
+		return nil, err
+	}
+	// A whole pass takes the whole-pass lock too, only now that no range
+	// holds a lock (a range's check would see it taken and stop its pass).
+	var take []string
+	if m.r.Full() {
+		take = append(take, old)
+	}
+	slots, err := m.slots(ctx, anc)
+	if err != nil {
+		return nil, err
+	}
+	take = append(take, slots...)
+	for _, c := range cells {
+		take = append(take, mysqlRangeName(m.db, "x."+c.String()))
+	}
+	takeSum, takeArgs := mysqlSum("COALESCE(GET_LOCK(%s, 0), 0)", take)
+	if ok, err := m.query(ctx, "SELECT "+takeSum+" = ?", append(takeArgs, len(take))...); err != nil || !ok {
+		return nil, m.overlapped(err)
+	}
+	if _, err := m.conn.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", mutex); err != nil {
+		return nil, m.s.wrap(ctx, "lock", err)
+	}
+	return m.lock(take, old), nil
+}
+
+// free fails unless the range is free to take: no slot of an intention on
+// one of its cells held (a range inside it), no ancestor cell held (a
+// range around it). The names go as a JSON array: an expression over
+// thousands of arguments overruns the server's stack.
+func (m mysqlRangeLock) free(ctx context.Context, cells, anc []cell) error {
 	var free []string
 	for _, c := range cells {
 		for k := 0; k < mysqlIntentSlots; k++ {
-			free = append(free, mysqlRangeName(db, fmt.Sprintf("i.%s#%d", c, k)))
+			free = append(free, mysqlRangeName(m.db, fmt.Sprintf("i.%s#%d", c, k)))
 		}
 	}
 	for _, a := range anc {
-		free = append(free, mysqlRangeName(db, "x."+a.String()))
+		free = append(free, mysqlRangeName(m.db, "x."+a.String()))
 	}
 	freeSum, freeArgs := mysqlSum("COALESCE(IS_FREE_LOCK(%s), 0)", free)
-	if ok, err := q("SELECT "+freeSum+" = ?", append(freeArgs, len(free))...); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("%w on %s: a pass over a range overlapping %s holds it", store.ErrLocked, s.dsn, r)
-		}
-		return nil, err
+	if ok, err := m.query(ctx, "SELECT "+freeSum+" = ?", append(freeArgs, len(free))...); err != nil || !ok {
+		return m.overlapped(err)
 	}
-	// An intention slot per ancestor: the first free one of each. A whole
-	// pass takes the whole-pass lock too, only now that no range holds a
-	// lock (a range's check would see it taken and stop its pass).
+	return nil
+}
+
+// slots returns an intention slot per ancestor: the first free one of
+// each.
+func (m mysqlRangeLock) slots(ctx context.Context, anc []cell) ([]string, error) {
 	var take []string
-	if r.Full() {
-		take = append(take, old)
-	}
 	for _, a := range anc {
 		var slots []string
 		for k := 0; k < mysqlIntentSlots; k++ {
-			slots = append(slots, mysqlRangeName(db, fmt.Sprintf("i.%s#%d", a, k)))
+			slots = append(slots, mysqlRangeName(m.db, fmt.Sprintf("i.%s#%d", a, k)))
 		}
 		var slot string
-		err := conn.QueryRowContext(ctx, "SELECT j.n FROM "+mysqlNames+" WHERE COALESCE(IS_FREE_LOCK(j.n), 0) ORDER BY j.k LIMIT 1", jsonNames(slots)).Scan(&slot)
+		err := m.conn.QueryRowContext(ctx, "SELECT j.n FROM "+mysqlNames+" WHERE COALESCE(IS_FREE_LOCK(j.n), 0) ORDER BY j.k LIMIT 1", jsonNames(slots)).Scan(&slot)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("%w on %s: %d passes already hold ranges inside cell %s", store.ErrLocked, s.dsn, mysqlIntentSlots, a)
+			return nil, fmt.Errorf("%w on %s: %d passes already hold ranges inside cell %s", store.ErrLocked, m.s.dsn, mysqlIntentSlots, a)
 		}
 		if err != nil {
-			return nil, s.wrap(ctx, "lock", err)
+			return nil, m.s.wrap(ctx, "lock", err)
 		}
 		take = append(take, slot)
 	}
-	for _, c := range cells {
-		take = append(take, mysqlRangeName(db, "x."+c.String()))
-	}
-	takeSum, takeArgs := mysqlSum("COALESCE(GET_LOCK(%s, 0), 0)", take)
-	if ok, err := q("SELECT "+takeSum+" = ?", append(takeArgs, len(take))...); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("%w on %s: a pass over a range overlapping %s holds it", store.ErrLocked, s.dsn, r)
-		}
-		return nil, err
-	}
-	if _, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", mutex); err != nil {
-		return nil, s.wrap(ctx, "lock", err)
-	}
-	mine = append(mine, take...)
-	// The check: every lock still this session's, and (for a part of the
-	// space) no older version's whole pass started meanwhile.
+	return take, nil
+}
+
+// lock returns the lock of the names mine, whose check is that every one
+// is still this session's and (for a part of the space) that no older
+// version's whole pass, whose lock is old, started meanwhile.
+func (m mysqlRangeLock) lock(mine []string, old string) *serverLock {
 	heldSum, checkArgs := mysqlSum("COALESCE(IS_USED_LOCK(%s) = CONNECTION_ID(), 0)", mine)
 	check := "SELECT " + heldSum + " = ?"
 	checkArgs = append(checkArgs, len(mine))
 	why := "the lock's session no longer holds all of its range's locks"
-	if !r.Full() {
+	if !m.r.Full() {
 		check += " AND COALESCE(IS_FREE_LOCK(?), 0) = 1"
 		checkArgs = append(checkArgs, old)
 		why += ", or a whole pass of an older tqscavenger took its lock"
 	}
-	held = true
-	return &serverLock{
-		pool: pool, conn: conn,
-		check: check, checkArgs: checkArgs,
-		release: "SELECT RELEASE_ALL_LOCKS()",
-		lostWhy: why,
-	}, nil
+	return &serverLock{check: check, checkArgs: checkArgs, release: "SELECT RELEASE_ALL_LOCKS()", lostWhy: why}
+}
+
+// query returns the boolean query answers on the lock's session.
+func (m mysqlRangeLock) query(ctx context.Context, query string, args ...any) (bool, error) {
+	var ok bool
+	if err := m.conn.QueryRowContext(ctx, query, args...).Scan(&ok); err != nil {
+		return false, m.s.wrap(ctx, "lock", err)
+	}
+	return ok, nil
+}
+
+// refused returns err, the statement's, or else the refusal of format
+// (whose verbs are store.ErrLocked and the DSN).
+func (m mysqlRangeLock) refused(err error, format string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf(format, store.ErrLocked, m.s.dsn)
+}
+
+// overlapped returns err, the statement's, or else the refusal for a
+// range overlapping one held.
+func (m mysqlRangeLock) overlapped(err error) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w on %s: a pass over a range overlapping %s holds it", store.ErrLocked, m.s.dsn, m.r)
 }
 
 // mysqlNames is a table of the lock names in the JSON array argument,
