@@ -6,22 +6,13 @@ package sqlstore
 
 import (
 	"context"
-	"math"
 	"slices"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// maxSets bounds the sets (OR terms, and so the parameters) of one batched
-// delete: a page of 1000 queues goes in one statement, but SQLite parses an
-// OR chain into an expression tree at most 1000 deep, and a huge statement
-// holds its locks for long.
-func (s *DB) maxSets() int {
-	if s.d.engine == SQLite {
-		return 500
-	}
-	return 1000
-}
+// maxSets bounds the sets of one batched delete (dialect.maxSets).
+func (s *DB) maxSets() int { return s.d.maxSets }
 
 // ScanTasks implements store.Store.
 func (s *DB) ScanTasks(ctx context.Context, t store.Table, after store.TaskPos, through store.QueueKey, limit int) ([]store.ScannedTask, error) {
@@ -133,8 +124,9 @@ func (s *DB) deleteSetsSQL(t store.Table, sets []store.TaskSet) (b *builder, n i
 		}
 		return s.deleteRangeSQL(t, sets[0].Queue, sets[0].Range), 1
 	}
-	if s.d.engine == Postgres && t == store.V1 && sets[0].Keys == nil {
-		return s.deleteRangesPostgres(sets)
+	if s.d.deleteRanges != nil && t == store.V1 && sets[0].Keys == nil {
+		b = s.newBuilder()
+		return b, s.d.deleteRanges(b, sets, s.maxSets())
 	}
 	params := 0
 	b = s.newBuilder()
@@ -159,28 +151,6 @@ func (s *DB) deleteSetsSQL(t store.Table, sets []store.TaskSet) (b *builder, n i
 	return b, n
 }
 
-// deleteRangesPostgres deletes the leading run of V1 key-range sets as a
-// join with unnest(): PostgreSQL runs it as one index range scan per set,
-// planned once, where an OR of the same ranges is planned arm by arm into
-// a BitmapOr. 100,000 tasks in 100 statements of 100 queues: 0.14 s
-// against 0.24 s.
-func (s *DB) deleteRangesPostgres(sets []store.TaskSet) (b *builder, n int) {
-	for n < len(sets) && n < s.maxSets() && sets[n].Keys == nil {
-		n++
-	}
-	rhs, ids, los, his := make([]int64, n), make([][]byte, n), make([]int64, n), make([]int64, n)
-	for i, set := range sets[:n] {
-		rhs[i], ids[i], los[i], his[i] = int64(set.Queue.RangeHash), set.Queue.ID, set.Range.Min.ID, set.Range.Max.ID
-		if set.Range.Min == (store.TaskKey{}) {
-			los[i] = math.MinInt64 // the zero Min: from the first task
-		}
-	}
-	b = s.newBuilder()
-	b.w("DELETE FROM tasks t USING unnest(").p(rhs).w("::bigint[], ").p(ids).w("::bytea[], ").p(los).w("::bigint[], ").p(his).
-		w("::bigint[]) AS f(rh, id, lo, hi) WHERE t.range_hash = f.rh AND t.task_queue_id = f.id AND t.task_id >= f.lo AND t.task_id <= f.hi")
-	return b, n
-}
-
 // DeleteQueues implements store.Store.
 func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error) {
 	ctx, cancel := s.withStatement(ctx)
@@ -192,8 +162,8 @@ func (s *DB) DeleteQueues(ctx context.Context, t store.Table, fences []store.Que
 			d   int64
 			err error
 		)
-		if s.d.engine == MySQL && n > 1 {
-			d, err = s.deleteQueueRange(ctx, t, fences[:n])
+		if s.d.deleteQueueBatch != nil && n > 1 {
+			d, err = s.d.deleteQueueBatch(s, ctx, t, fences[:n])
 		} else {
 			b := s.deleteQueuesSQL(t, fences[:n])
 			d, err = s.exec(ctx, b.String(), b.args)
@@ -218,28 +188,8 @@ func (s *DB) deleteQueuesSQL(t store.Table, fences []store.QueueFence) *builder 
 		// delete per queue).
 		return b.w("DELETE FROM ", queueTable(t), " WHERE ").whereQueue(fences[0].QueueKey).w(" AND range_id = ").p(fences[0].RangeID)
 	}
-	if s.d.engine == Postgres {
-		// One statement text for any batch, and a join PostgreSQL runs as
-		// index probes: 3× faster than the same fences OR'ed.
-		rhs, ids, rids := make([]int64, len(fences)), make([][]byte, len(fences)), make([]int64, len(fences))
-		for i, f := range fences {
-			rhs[i], ids[i], rids[i] = int64(f.RangeHash), f.ID, f.RangeID
-		}
-		b.w("DELETE FROM ", queueTable(t), " q USING unnest(").p(rhs).w("::bigint[], ").p(ids).w("::bytea[], ").p(rids).
-			w("::bigint[]) AS f(rh, id, rid) WHERE q.range_hash = f.rh AND q.task_queue_id = f.id AND q.range_id = f.rid")
-		return b
-	}
-	if s.d.engine == MySQL {
-		// A row-value IN list is one range lookup per row for MariaDB,
-		// where OR'ed conditions are re-planned term by term.
-		b.w("DELETE FROM ", queueTable(t), " WHERE (range_hash, task_queue_id, range_id) IN (")
-		for i, f := range fences {
-			if i > 0 {
-				b.w(", ")
-			}
-			b.w("(").p(int64(f.RangeHash)).w(", ").p(f.ID).w(", ").p(f.RangeID).w(")")
-		}
-		return b.w(")")
+	if s.d.deleteQueues != nil {
+		return s.d.deleteQueues(b, t, fences)
 	}
 	b.w("DELETE FROM ", queueTable(t), " WHERE ")
 	for i, f := range fences {

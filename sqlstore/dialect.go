@@ -4,6 +4,7 @@
 package sqlstore
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,33 @@ type dialect struct {
 
 	// forUpdate is appended to the fence read in AppendTasks.
 	forUpdate string
+
+	// maxSets bounds the sets (OR terms, and so the parameters) of one
+	// batched delete: a page of 1000 queues goes in one statement, but
+	// SQLite parses an OR chain into an expression tree at most 1000
+	// deep, and a huge statement holds its locks for long.
+	maxSets int
+	// deleteRanges, if set, deletes the leading run of V1 key-range sets
+	// of a batch (at most max) in one statement of the engine's own, and
+	// returns how many it took; nil: the shared OR of the ranges.
+	deleteRanges func(b *builder, sets []store.TaskSet, max int) int
+	// deleteQueues, if set, replaces the shared OR of the fenced queue
+	// delete of more than one row (same rows deleted).
+	deleteQueues func(b *builder, t store.Table, fences []store.QueueFence) *builder
+	// deleteQueueBatch, if set, deletes a batch of more than one fenced
+	// queue row in its own way (falling back to deleteQueuesSQL).
+	deleteQueueBatch func(s *DB, ctx context.Context, t store.Table, fences []store.QueueFence) (int64, error)
+	// listTables lists the tables of the store's schema or database.
+	listTables string
+	// ddlTypes are the column types of Temporal's DDL: range_hash,
+	// task_queue_id, and the blobs.
+	ddlTypes [3]string
+	// changedRows: an UPDATE reports the rows it changed, not those it
+	// matched (MySQL without clientFoundRows).
+	changedRows bool
+	// immediate: a transaction that writes begins with BEGIN IMMEDIATE
+	// (SQLite's immediateTx) instead of the driver's BeginTx.
+	immediate bool
 
 	// classify maps a driver error to the store's error kinds.
 	classify func(err error) error

@@ -143,7 +143,7 @@ type txn interface {
 
 // begin starts a transaction that writes. On SQLite it is an immediateTx.
 func (s *DB) begin(ctx context.Context) (txn, error) {
-	if s.d.engine == SQLite {
+	if s.d.immediate {
 		return s.beginImmediate(ctx)
 	}
 	return s.db.BeginTx(ctx, nil)

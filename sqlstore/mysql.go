@@ -27,7 +27,13 @@ import (
 // Keyset conditions are spelled out with OR, which MariaDB turns into an
 // index range.
 var mysqlDialect = &dialect{
-	engine: MySQL,
+	engine:           MySQL,
+	maxSets:          1000,
+	deleteQueues:     deleteQueuesMySQL,
+	deleteQueueBatch: (*DB).deleteQueueRange,
+	listTables:       "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()",
+	ddlTypes:         [3]string{"INT UNSIGNED", "VARBINARY(272)", "MEDIUMBLOB"},
+	changedRows:      true,
 	deleteLimited: func(b *builder, t store.Table, q store.QueueKey, r store.TaskRange, limit int) deleteForm {
 		b.w("DELETE FROM ", taskTable(t), " WHERE ").whereQueue(q).w(" AND ").taskRange(t, r).
 			w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit)
@@ -226,6 +232,20 @@ func (s *DB) deleteQueueRange(ctx context.Context, t store.Table, fences []store
 	}
 	b := s.deleteQueuesSQL(t, fences)
 	return s.exec(ctx, b.String(), b.args)
+}
+
+// deleteQueuesMySQL deletes fenced queue rows as a row-value IN list: one
+// range lookup per row for MariaDB, where OR'ed conditions are re-planned
+// term by term.
+func deleteQueuesMySQL(b *builder, t store.Table, fences []store.QueueFence) *builder {
+	b.w("DELETE FROM ", queueTable(t), " WHERE (range_hash, task_queue_id, range_id) IN (")
+	for i, f := range fences {
+		if i > 0 {
+			b.w(", ")
+		}
+		b.w("(").p(int64(f.RangeHash)).w(", ").p(f.ID).w(", ").p(f.RangeID).w(")")
+	}
+	return b.w(")")
 }
 
 // lockQueueRange, in one repeatable-read transaction, locks the rows of

@@ -8,6 +8,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -27,9 +28,14 @@ import (
 // can turn into a nested-loop semi-join on a large analyzed table (~4k
 // rows/s). Deleting by ctid keeps it a TID scan (~0.7M rows/s).
 var postgresDialect = &dialect{
-	engine:    Postgres,
-	dollar:    true,
-	rowValues: true,
+	engine:       Postgres,
+	maxSets:      1000,
+	deleteRanges: deleteRangesPostgres,
+	deleteQueues: deleteQueuesPostgres,
+	listTables:   "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+	ddlTypes:     [3]string{"BIGINT", "BYTEA", "BYTEA"},
+	dollar:       true,
+	rowValues:    true,
 	// Not database/sql's prepared statements: pgx already prepares and
 	// caches each statement per connection (QueryExecModeCacheStatement),
 	// and database/sql closes its statements one by one on Close, each a
@@ -258,4 +264,37 @@ func redactErr(err error, d DSN) string {
 		}
 	}
 	return strings.Join(lines, " ")
+}
+
+// deleteRangesPostgres deletes the leading run of V1 key-range sets (at
+// most max) as a join with unnest(): PostgreSQL runs it as one index range
+// scan per set, planned once, where an OR of the same ranges is planned
+// arm by arm into a BitmapOr. 100,000 tasks in 100 statements of 100
+// queues: 0.14 s against 0.24 s.
+func deleteRangesPostgres(b *builder, sets []store.TaskSet, max int) (n int) {
+	for n < len(sets) && n < max && sets[n].Keys == nil {
+		n++
+	}
+	rhs, ids, los, his := make([]int64, n), make([][]byte, n), make([]int64, n), make([]int64, n)
+	for i, set := range sets[:n] {
+		rhs[i], ids[i], los[i], his[i] = int64(set.Queue.RangeHash), set.Queue.ID, set.Range.Min.ID, set.Range.Max.ID
+		if set.Range.Min == (store.TaskKey{}) {
+			los[i] = math.MinInt64 // the zero Min: from the first task
+		}
+	}
+	b.w("DELETE FROM tasks t USING unnest(").p(rhs).w("::bigint[], ").p(ids).w("::bytea[], ").p(los).w("::bigint[], ").p(his).
+		w("::bigint[]) AS f(rh, id, lo, hi) WHERE t.range_hash = f.rh AND t.task_queue_id = f.id AND t.task_id >= f.lo AND t.task_id <= f.hi")
+	return n
+}
+
+// deleteQueuesPostgres deletes fenced queue rows in one statement text for
+// any batch, a join PostgreSQL runs as index probes: 3× faster than the
+// same fences OR'ed.
+func deleteQueuesPostgres(b *builder, t store.Table, fences []store.QueueFence) *builder {
+	rhs, ids, rids := make([]int64, len(fences)), make([][]byte, len(fences)), make([]int64, len(fences))
+	for i, f := range fences {
+		rhs[i], ids[i], rids[i] = int64(f.RangeHash), f.ID, f.RangeID
+	}
+	return b.w("DELETE FROM ", queueTable(t), " q USING unnest(").p(rhs).w("::bigint[], ").p(ids).w("::bytea[], ").p(rids).
+		w("::bigint[]) AS f(rh, id, rid) WHERE q.range_hash = f.rh AND q.task_queue_id = f.id AND q.range_id = f.rid")
 }

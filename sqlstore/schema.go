@@ -15,14 +15,8 @@ import (
 
 // ddl is Temporal's DDL for the four task tables, per engine, exactly as
 // Temporal's schema tools create them.
-func ddl(e Engine) []string {
-	var rh, id, blob string
-	switch e {
-	case Postgres:
-		rh, id, blob = "BIGINT", "BYTEA", "BYTEA"
-	default: // MySQL, and SQLite which Temporal declares the same way
-		rh, id, blob = "INT UNSIGNED", "VARBINARY(272)", "MEDIUMBLOB"
-	}
+func ddl(d *dialect) []string {
+	rh, id, blob := d.ddlTypes[0], d.ddlTypes[1], d.ddlTypes[2]
 	queue := func(name string) string {
 		return "CREATE TABLE IF NOT EXISTS " + name + " (\n" +
 			"  range_hash " + rh + " NOT NULL,\n" +
@@ -52,7 +46,7 @@ func ddl(e Engine) []string {
 // does not write Temporal's schema_version: that would claim a full
 // Temporal schema.
 func (s *DB) Setup(ctx context.Context) error {
-	for _, q := range ddl(s.d.engine) {
+	for _, q := range ddl(s.d) {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("schema setup: %w", s.d.classify(err))
 		}
@@ -180,16 +174,7 @@ func versionAtLeast(have, need string) bool {
 // tableNames lists the tables of the store's schema (PostgreSQL) or
 // database.
 func (s *DB) tableNames(ctx context.Context) (map[string]bool, error) {
-	var q string
-	switch s.d.engine {
-	case SQLite:
-		q = "SELECT name FROM sqlite_master WHERE type = 'table'"
-	case Postgres:
-		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-	case MySQL:
-		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
-	}
-	rows, err := s.db.QueryContext(ctx, q)
+	rows, err := s.db.QueryContext(ctx, s.d.listTables)
 	if err != nil {
 		return nil, s.wrap(ctx, "list tables", err)
 	}

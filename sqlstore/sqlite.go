@@ -22,7 +22,12 @@ import (
 
 // SQLite: pure Go (modernc.org/sqlite), no DELETE … LIMIT, one writer.
 var sqliteDialect = &dialect{
-	engine:    SQLite,
+	engine:     SQLite,
+	maxSets:    500,
+	listTables: "SELECT name FROM sqlite_master WHERE type = 'table'",
+	// Temporal declares SQLite's tables as MySQL's.
+	ddlTypes:  [3]string{"INT UNSIGNED", "VARBINARY(272)", "MEDIUMBLOB"},
+	immediate: true,
 	rowValues: true,
 	prepare:   true,
 	// Find the limit-th key, then delete a plain key range up to it: a range

@@ -35,7 +35,7 @@ func (s *DB) UpdateQueue(ctx context.Context, t store.Table, row store.QueueRow,
 	if err != nil {
 		return s.wrapWrite(ctx, "update queue", err)
 	}
-	if n == 0 && s.d.engine == MySQL && row.RangeID == prevRangeID {
+	if n == 0 && s.d.changedRows && row.RangeID == prevRangeID {
 		// MySQL reports the rows an UPDATE changed, not those it matched,
 		// unless the client asks for found rows (clientFoundRows, which a
 		// caller's connector may not set): a compare-and-set that writes
