@@ -20,13 +20,15 @@ func (d *Daemon) pass(ctx context.Context) {
 	id, cfg := d.startPass()
 	log := d.log.With("pass", id)
 	cfg.Logger = log
-	start := d.clock.Now()
 	p, err := scavenger.Begin(ctx, d.cfg.DB, cfg, scavenger.PassOptions{})
 	if err != nil {
-		d.setupFailed(ctx, id, start, cfg.DryRun, log, err)
+		d.setupFailed(ctx, id, cfg.DryRun, log, err)
 		return
 	}
 	defer release(p, log)
+	// The pass starts once it holds the lock: replicas' passes never
+	// overlap in their records (TestReplicasNeverOverlap).
+	start := d.clock.Now()
 	d.running(p, id, start, cfg)
 	st, err := d.run(ctx, p, log)
 	rec := passRecord(id, start, d.clock.Now(), st, err)
@@ -50,10 +52,11 @@ func (d *Daemon) startPass() (int64, scavenger.Config) {
 // setupFailed records a pass Begin refused: skipped if the lock could not
 // be taken (held by another tqscavenger, or an error), failed if the
 // schema check failed (a dry run's not counted among passes started). A daemon stopping meanwhile records nothing.
-func (d *Daemon) setupFailed(ctx context.Context, id int64, start time.Time, dryRun bool, log *slog.Logger, err error) {
+func (d *Daemon) setupFailed(ctx context.Context, id int64, dryRun bool, log *slog.Logger, err error) {
 	if ctx.Err() != nil {
 		return
 	}
+	at := d.clock.Now()
 	var se *scavenger.SetupError
 	if errors.As(err, &se) && se.Step == scavenger.StepSchema {
 		log.Error(MsgSchemaFailed, "err", err)
@@ -62,10 +65,9 @@ func (d *Daemon) setupFailed(ctx context.Context, id int64, start time.Time, dry
 			d.totals.started++
 		}
 		d.mu.Unlock()
-		d.finish(PassRecord{ID: id, Start: start, End: d.clock.Now(), Outcome: Failed, Err: err.Error(), DryRun: dryRun}, 0)
+		d.finish(PassRecord{ID: id, Start: at, End: at, Outcome: Failed, Err: err.Error(), DryRun: dryRun}, 0)
 		return
 	}
-	at := d.clock.Now()
 	rec := PassRecord{ID: id, Start: at, End: at, Outcome: Skipped, Err: err.Error()}
 	if errors.Is(err, store.ErrLocked) {
 		log.Info(MsgLockHeld)
