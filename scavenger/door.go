@@ -34,9 +34,9 @@ type PassOptions struct {
 	WaitLock bool
 	// TablesAtRun leaves a nil Config.Tables nil, so the pass scavenges
 	// the tables present when it starts, rather than the ones the schema
-	// check found usable (the default). The Temporal activity sets it: its
-	// pass descriptions, and so the settings digests of its checkpoints,
-	// carry the tables as the workflow was told them.
+	// check found usable (the default): for a host whose checkpoints'
+	// settings digests must carry the tables as it was told them (the
+	// Temporal activity's pass descriptions).
 	TablesAtRun bool
 }
 
