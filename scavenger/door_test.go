@@ -124,7 +124,7 @@ func TestBeginTablesAtRun(t *testing.T) {
 		{scavenger.PassOptions{}, []store.Table{store.V2}, []store.Table{store.V2}},
 		{scavenger.PassOptions{TablesAtRun: true}, []store.Table{store.V2}, []store.Table{store.V2}},
 	} {
-		p, err := scavenger.Begin(ctx, db, scavenger.Config{Tables: tc.tables}, tc.opts)
+		p, err := scavenger.Begin(ctx, db, scavenger.Config{Rules: scavenger.Rules{Tables: tc.tables}}, tc.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestBeginDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	p, err := scavenger.Begin(ctx, db, scavenger.Config{DryRun: true}, scavenger.PassOptions{})
+	p, err := scavenger.Begin(ctx, db, scavenger.Config{Rules: scavenger.Rules{DryRun: true}}, scavenger.PassOptions{})
 	if err != nil {
 		t.Fatalf("a dry run beside a held lock: %v, want it to run", err)
 	}
