@@ -96,7 +96,8 @@ func handOver(ctx context.Context, t *testing.T, s settings, ts *temporalServer,
 		t.Fatal(err)
 	}
 	desc := temporalworker.PassDescription{
-		DatabaseIdentity: id, Partitions: 3, Now: workerNow, PastLiveHead: true,
+		DatabaseIdentity: id, Partitions: 3, Now: workerNow,
+		Rules: scavenger.Rules{PastLiveHead: true},
 		// The default settings, paced so that a pass lasts long enough to
 		// be stopped in the middle.
 		MaxStatementsPerSecond: 20,
