@@ -76,6 +76,11 @@ func TestServeLockUnansweredCountsFailed(t *testing.T) {
 				"--log-format", "json", "--list-page-size", "10", "--max-statements-per-second", "10", "--statement-timeout", "30s")
 			addr := listenAddr(t, p)
 			waitLockHeld(t, db, 30*time.Second)
+			// Mid-pass: the daemon takes the lock, checks the schema under
+			// it, then starts the pass. A pause before the pass has started
+			// stalls the schema check instead (a setup failure, "schema
+			// check failed, pass not run": another case, not this one).
+			p.waitOutput(`"msg":"scavenger pass started"`, 30*time.Second)
 			px.pause()
 			end := passEnd(t, p, lockBound+30*time.Second)
 			if end["msg"] != "scavenger pass failed" || end["cause"] != "lock_lost" {
