@@ -220,11 +220,16 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	if err := a.DB.CheckSchema(ctx); err != nil {
 		return res, classify(err)
 	}
-	lock, err := a.DB.LockRange(ctx, r)
-	if err != nil {
-		return res, classify(err)
+	// A dry run takes no lock (as run's and serve's): its store refuses
+	// every write, so it neither waits for a real pass nor keeps one out.
+	var lock store.Lock
+	if !cfg.DryRun {
+		lock, err = a.DB.LockRange(ctx, r)
+		if err != nil {
+			return res, classify(err)
+		}
+		defer lock.Unlock()
 	}
-	defer lock.Unlock()
 
 	p := Progress{Version: ProgressVersion, Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}
 	if activity.HasHeartbeatDetails(ctx) {

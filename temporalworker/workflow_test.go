@@ -360,3 +360,36 @@ func TestCancellationStopsThePass(t *testing.T) {
 		t.Errorf("logs:\n%s\nwant the pass interrupted at info, no error", out)
 	}
 }
+
+// TestDryRunTakesNoLock: a dry-run pass runs beside a real pass that
+// holds the whole range's lock, and asks for no lock of its own.
+func TestDryRunTakesNoLock(t *testing.T) {
+	db := seeded(t)
+	real := newDatabase(t, db)
+	held, err := real.LockRange(context.Background(), store.FullRange)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	var asked atomic.Int32
+	d := &flakyDatabase{Database: real, lockRange: func(store.HashRange, error) { asked.Add(1) }}
+	env := newEnv(t, &Activities{DB: d, Logger: quiet()})
+	desc := describe(t, d, 2)
+	desc.DryRun = true
+	env.ExecuteWorkflow(PassWorkflow, desc)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("a dry run beside a held lock: %v", err)
+	}
+	var res PassResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() != 0 {
+		t.Errorf("a dry run asked for %d range locks, want none", asked.Load())
+	}
+	for _, p := range res.Partitions {
+		if p.Attempt != 1 {
+			t.Errorf("partition %d done on attempt %d, want 1 (no lock to wait for)", p.Partition, p.Attempt)
+		}
+	}
+}
