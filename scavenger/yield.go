@@ -119,12 +119,25 @@ func (y *yielder) acquire(ctx context.Context) error {
 		y.running++
 		return nil
 	}
-	wake := context.AfterFunc(ctx, func() {
+	broadcast := func() {
 		y.mu.Lock()
 		y.slot.Broadcast()
 		y.mu.Unlock()
-	})
+	}
+	wake := context.AfterFunc(ctx, broadcast)
 	defer wake()
+	// A closed stop must wake the wait too: without this a waiter slept
+	// through shutdown until some statement freed a slot (a test hung 30
+	// min in CI).
+	left := make(chan struct{})
+	defer close(left)
+	go func() {
+		select {
+		case <-y.stop:
+			broadcast()
+		case <-left:
+		}
+	}()
 	for y.running >= y.allowed {
 		if err := ctx.Err(); err != nil {
 			return err
