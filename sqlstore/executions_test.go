@@ -1,0 +1,136 @@
+package sqlstore_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+func uuidOf(s string) wire.NamespaceID {
+	id, err := wire.ParseNamespaceID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+// TestExecutionReader: every store.ExecutionReader method on every engine,
+// on Temporal's DDL of the history tables.
+func TestExecutionReader(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+		testdb.CreateHistoryTables(t, db)
+
+		// Empty tables: no rows, no max shard, no error.
+		if _, ok, err := db.MaxExecutionShard(ctx); err != nil || ok {
+			t.Fatalf("MaxExecutionShard on an empty table = %v, %v", ok, err)
+		}
+		ns1 := uuidOf("11111111-2222-4333-8444-555555555555")
+		ns2 := uuidOf("aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee")
+		testdb.InsertShards(t, db, 4)
+		testdb.InsertClusterMetadata(t, db, "active", 4)
+		testdb.InsertNamespace(t, db, ns1, "one", 72*time.Hour, false)
+		testdb.InsertNamespace(t, db, ns2, "two", 90*time.Minute+500*time.Millisecond, true)
+
+		run := func(i byte) wire.NamespaceID { return wire.NamespaceID{15: i, 0: 0xab} }
+		k1 := testdb.InsertExecution(t, db, 4, ns1, "wf", run(1), wire.StateCompleted)
+		k2 := testdb.InsertExecution(t, db, 4, ns2, "wf", run(2), wire.StateRunning) // same workflow id, other namespace
+		k3 := testdb.InsertExecution(t, db, 4, ns1, "wf-other", run(3), wire.StateCreated)
+		testdb.InsertCurrent(t, db, k2, wire.StateRunning)
+
+		cm, err := db.ClusterMetadata(ctx)
+		if err != nil || len(cm) != 1 || cm[0].ClusterName != "active" {
+			t.Fatalf("ClusterMetadata = %+v, %v", cm, err)
+		}
+		if m, err := wire.DecodeClusterMetadata(cm[0].Encoding, cm[0].Data); err != nil || m.HistoryShardCount != 4 {
+			t.Fatalf("decoded cluster metadata = %+v, %v", m, err)
+		}
+		if ids, err := db.ShardIDs(ctx); err != nil || !slices.Equal(ids, []int32{1, 2, 3, 4}) {
+			t.Fatalf("ShardIDs = %v, %v", ids, err)
+		}
+		want := max(k1.ShardID, k2.ShardID, k3.ShardID)
+		if m, ok, err := db.MaxExecutionShard(ctx); err != nil || !ok || m != want {
+			t.Fatalf("MaxExecutionShard = %d, %v, %v; want %d", m, ok, err, want)
+		}
+		sample, err := db.SampleExecutions(ctx, []int32{1, 2, 3, 4}, 2)
+		if err != nil || len(sample) != 3 {
+			t.Fatalf("SampleExecutions = %+v, %v; want the 3 rows", sample, err)
+		}
+		for _, s := range sample {
+			if wire.HistoryShard(wire.NamespaceID(s.NamespaceID).String(), s.WorkflowID, 4) != s.ShardID {
+				t.Errorf("sampled row %+v is not in its shard", s)
+			}
+		}
+
+		missing := k1
+		missing.RunID = run(9)
+		got, err := db.GetExecutions(ctx, []store.ExecutionKey{k1, k2, missing, k3})
+		if err != nil || len(got) != 3 {
+			t.Fatalf("GetExecutions = %d rows, %v; want 3", len(got), err)
+		}
+		states := map[store.ExecutionKey]wire.ExecutionState{}
+		for _, r := range got {
+			st, err := wire.DecodeExecutionState(r.StateEncoding, r.State)
+			if err != nil {
+				t.Fatal(err)
+			}
+			states[r.ExecutionKey] = st.State
+		}
+		if states[k1] != wire.StateCompleted || states[k2] != wire.StateRunning || states[k3] != wire.StateCreated {
+			t.Fatalf("states = %v", states)
+		}
+
+		// More keys than one statement carries: chunked, all found.
+		var many []store.ExecutionKey
+		for i := range 250 {
+			k := missing
+			k.WorkflowID = "many-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+			many = append(many, k)
+		}
+		many = append(many, k1)
+		if got, err := db.GetExecutions(ctx, many); err != nil || len(got) != 1 || got[0].ExecutionKey != k1 {
+			t.Fatalf("chunked GetExecutions = %+v, %v", got, err)
+		}
+
+		cur, err := db.GetCurrentExecutions(ctx, []store.ExecutionKey{k1, k2})
+		if err != nil || len(cur) != 1 || cur[0].ExecutionKey != k2 || cur[0].State != int32(wire.StateRunning) {
+			t.Fatalf("GetCurrentExecutions = %+v, %v", cur, err)
+		}
+
+		nss, err := db.Namespaces(ctx)
+		if err != nil || len(nss) != 2 {
+			t.Fatalf("Namespaces = %+v, %v", nss, err)
+		}
+		for _, n := range nss {
+			r, err := wire.DecodeNamespaceRetention(n.Encoding, n.Data)
+			if err != nil || !r.HasRetention {
+				t.Fatalf("retention of %s: %+v, %v", n.Name, r, err)
+			}
+			switch {
+			case n.Name == "one" && (n.IsGlobal || r.Retention != 72*time.Hour),
+				n.Name == "two" && (!n.IsGlobal || r.Retention != 90*time.Minute+500*time.Millisecond):
+				t.Errorf("namespace %s: global %v retention %v", n.Name, n.IsGlobal, r.Retention)
+			}
+		}
+	})
+}
+
+// TestExecutionReaderNoTables: a database without the history tables is
+// an error naming the table, not an empty answer.
+func TestExecutionReaderNoTables(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e sqlstore.Engine, db *sqlstore.DB) {
+		if _, err := db.ClusterMetadata(ctx); err == nil {
+			t.Fatal("ClusterMetadata without the table: no error")
+		} else if errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("ClusterMetadata without the table: %v", err)
+		}
+		if _, err := db.GetExecutions(ctx, []store.ExecutionKey{{WorkflowID: "x"}}); err == nil {
+			t.Fatal("GetExecutions without the table: no error")
+		}
+	})
+}
