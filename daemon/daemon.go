@@ -99,6 +99,10 @@ type Config struct {
 	// begins may run before they are cancelled. Default
 	// DefaultShutdownTimeout, 30s.
 	ShutdownTimeout time.Duration
+	// ReadyTimeout bounds the answer of /readyz: a schema check that
+	// has not answered by then is a 503, whatever the database does.
+	// Default DefaultReadyTimeout, 5s.
+	ReadyTimeout time.Duration
 	// History is how many passes the status page lists. Default
 	// DefaultHistory, 20.
 	History int
@@ -141,6 +145,7 @@ type Daemon struct {
 	clock   Clock
 	created time.Time
 	reg     *prometheus.Registry
+	ready   readiness // the /readyz check in flight, under its own lock
 
 	mu        sync.Mutex
 	state     State
@@ -181,6 +186,9 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = DefaultReadyTimeout
 	}
 	if cfg.History <= 0 {
 		cfg.History = DefaultHistory

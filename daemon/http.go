@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"context"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -27,26 +26,6 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", d.serveReady)
 	return mux
-}
-
-// serveReady answers 200 when the database answers and its schema check
-// passes, 503 otherwise and while shutting down.
-func (d *Daemon) serveReady(w http.ResponseWriter, r *http.Request) {
-	d.mu.Lock()
-	state := d.state
-	d.mu.Unlock()
-	if state == Stopping || state == Stopped {
-		http.Error(w, "not ready: shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	info, err := d.cfg.DB.Check(ctx)
-	if err != nil {
-		http.Error(w, "not ready: "+oneLine(err.Error()), http.StatusServiceUnavailable)
-		return
-	}
-	fmt.Fprintf(w, "ok: %s, task tables %s\n", info.Engine, tableList(info.Tables))
 }
 
 func tableList(ts []store.Table) string {
