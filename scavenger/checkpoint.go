@@ -45,6 +45,10 @@ type Checkpoint struct {
 	// Walks are the positions of the pass's walks: the queue listing of
 	// each table, then each table's orphan walk.
 	Walks []WalkPosition `json:"walks"`
+	// Checksum is Sum of the rest, written with it so that a damaged or
+	// hand-edited checkpoint is refused (Verify). Empty in checkpoints
+	// of builds before it, which are accepted.
+	Checksum string `json:"checksum,omitempty"`
 }
 
 // Walk names one walk of a pass.
@@ -116,6 +120,9 @@ func (r Rules) Digest() string {
 // match reports why cp cannot be resumed by a pass of cfg over the
 // database id, or nil.
 func (cp *Checkpoint) match(cfg Config, id string) error {
+	if err := cp.Verify(); err != nil {
+		return err
+	}
 	switch {
 	case cp.Version != CheckpointVersion:
 		return fmt.Errorf("%w: it is of version %d, this build reads version %d", ErrCheckpointMismatch, cp.Version, CheckpointVersion)

@@ -121,6 +121,7 @@ func (c *checkpointer) flush(ctx context.Context) {
 	}
 	c.dirty, c.last = false, time.Now()
 	c.mu.Unlock()
+	cp.Checksum = cp.Sum()
 	if err := c.fn(ctx, cp); err != nil {
 		// The pass's work is right without its checkpoint; a rerun would
 		// redo more of it.
@@ -143,6 +144,9 @@ type walkMark struct {
 	// pos and pages are guarded by c.mu.
 	pos   WalkPosition
 	pages []*page
+	// ended: the walk listed its last page; the mark is done once it
+	// passes every row of it.
+	ended bool
 }
 
 // page is the rows of one listing statement, in key order, and which of
@@ -163,14 +167,16 @@ type rowMark struct {
 	i  int
 }
 
-// open starts a page of the rows keys, in key order.
-func (m *walkMark) open(keys []store.QueueKey) *page {
+// open starts a page of the rows keys, in key order; last: the walk lists
+// no row after them (see end).
+func (m *walkMark) open(keys []store.QueueKey, last bool) *page {
 	if m == nil {
 		return nil
 	}
 	pg := &page{keys: keys, done: make([]bool, len(keys))}
 	m.c.mu.Lock()
 	m.pages = append(m.pages, pg)
+	m.ended = last
 	m.c.mu.Unlock()
 	return pg
 }
@@ -236,8 +242,28 @@ func (m *walkMark) done(ctx context.Context) {
 	m.c.changed(ctx, true)
 }
 
-// advance moves pos past the finished rows at the head, and drops the
-// sealed pages it passed whole; c.mu is held.
+// end says that the walk lists no more rows (open's last says it of a
+// page): the mark is done once every row listed is finished (advance),
+// before the walk's own done, so that a checkpoint never holds the key of
+// the walk's last row as an open position (the pass may have deleted
+// that row, and a position past the table's last row is refused on
+// resume: checkPositions).
+func (m *walkMark) end(ctx context.Context) {
+	if m == nil {
+		return
+	}
+	m.c.mu.Lock()
+	m.ended = true
+	moved := m.advance()
+	m.c.mu.Unlock()
+	if moved {
+		m.c.changed(ctx, true)
+	}
+}
+
+// advance moves pos past the finished rows at the head, drops the sealed
+// pages it passed whole, and makes pos done once the walk ended and every
+// page is passed; c.mu is held.
 func (m *walkMark) advance() bool {
 	moved := false
 	for len(m.pages) > 0 {
@@ -253,6 +279,14 @@ func (m *walkMark) advance() bool {
 		}
 		m.pages[0] = nil
 		m.pages = m.pages[1:]
+	}
+	// Done at once with the last row's position: a checkpoint never
+	// holds the walk's last row as an open position. The last page's
+	// rows may all be finished before it is sealed (rows of queues out of
+	// scope, a job fast enough); its rows are all its work.
+	finished := len(m.pages) == 0 || (len(m.pages) == 1 && m.pages[0].next == len(m.pages[0].keys))
+	if m.ended && finished && !m.pos.Done {
+		m.pos.Done, moved = true, true
 	}
 	return moved
 }

@@ -32,13 +32,14 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.Queu
 		n, more := p.clip(len(refs), orphanPageSize, func(i int) store.QueueKey { return refs[i].QueueKey })
 		refs = refs[:n]
 		if n == 0 {
+			m.end(ctx)
 			return nil
 		}
 		keys := make([]store.QueueKey, len(refs))
 		for i, ref := range refs {
 			keys[i] = ref.QueueKey
 		}
-		pg := m.open(keys)
+		pg := m.open(keys, !more)
 		for i, ref := range refs {
 			row := m.row(pg, i)
 			if ref.HasQueueRow || !p.book.namespaceInScope(ref.ID) {

@@ -207,7 +207,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 			if err := s.cfg.Resume.match(s.cfg, id); err != nil {
 				return Stats{Outcome: Failed}, err
 			}
-			log.Info("resuming from checkpoint", "partition", s.cfg.Partition.String(), "positions", s.cfg.Resume.Walks)
+			log.Info("resuming from checkpoint", "partition", s.cfg.Partition.String(), "positions", s.cfg.Resume.Walks, "checksum", checksumState(s.cfg.Resume))
 		}
 		p.ckpt = newCheckpointer(s.cfg, id)
 	}
@@ -246,6 +246,12 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	st.Outcome, err = outcome(caller, ctx, st, err, s.closed() && (err != nil || p.refused.Load() > 0))
 	if st.Outcome == Failed {
 		st.Cause = causeOf(err)
+	}
+	switch {
+	case errors.Is(err, ErrCheckpointMismatch):
+		// Refused before any work (checkPositions): no pass ran.
+		log.Error("checkpoint refused: the pass did not start", "err", err)
+		return Stats{Outcome: Failed}, err
 	}
 	switch st.Outcome {
 	case Interrupted:
@@ -423,6 +429,9 @@ func (p *pass) run(ctx context.Context) error {
 	// pass left in v2, not by tasks it was about to delete.
 	tables = slices.Clone(tables)
 	slices.SortFunc(tables, func(a, b store.Table) int { return int(b) - int(a) })
+	if err := p.checkPositions(ctx, tables); err != nil {
+		return err
+	}
 	if err := p.reportOddHashes(ctx, tables); err != nil {
 		return err
 	}
@@ -550,13 +559,14 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.Queue
 		n, more := p.clip(len(rows), p.cfg.ListPageSize, func(i int) store.QueueKey { return rows[i].QueueKey })
 		rows = rows[:n]
 		if n == 0 {
+			m.end(ctx)
 			return nil
 		}
 		keys := make([]store.QueueKey, len(rows))
 		for i, r := range rows {
 			keys[i] = r.QueueKey
 		}
-		pg := m.open(keys)
+		pg := m.open(keys, !more)
 		// In tqscavenger's mode, queues with one subqueue are scavenged a
 		// page at a time by a windowJob; the rest, and every queue in
 		// Temporal's mode, by a queueJob each. Each queue moves the

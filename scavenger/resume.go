@@ -1,0 +1,119 @@
+package scavenger
+
+// Trusting a checkpoint: its checksum, and its positions against the
+// tables they are positions in.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tqscavenger/tqscavenger/store"
+)
+
+// ErrCheckpointCorrupt is wrapped by the error of a checkpoint whose
+// checksum does not match its contents: a file damaged on disk or edited
+// by hand. It wraps ErrCheckpointMismatch, so a host that refuses (or
+// starts afresh from) a checkpoint of another pass does the same with it.
+var ErrCheckpointCorrupt = fmt.Errorf("%w: its checksum does not match its contents (damaged, or edited by hand)", ErrCheckpointMismatch)
+
+// Sum returns the checksum of cp's contents (everything but Checksum):
+// "sha256:" and the hex of the SHA-256 of their JSON encoding. The
+// encoding of a struct is fixed by its fields, so the sum of a
+// checkpoint read back from its JSON is the one it was written with.
+func (cp Checkpoint) Sum() string {
+	cp.Checksum = ""
+	b, err := json.Marshal(cp)
+	if err != nil {
+		// Nothing in a Checkpoint fails to encode.
+		panic(fmt.Sprintf("scavenger: encode a checkpoint: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Verify reports whether cp's checksum matches its contents: nil if it
+// does, or if cp has none (written by a build before checksums: accepted,
+// and its positions are checked as every checkpoint's are); an error
+// wrapping ErrCheckpointCorrupt if not.
+func (cp *Checkpoint) Verify() error {
+	if cp.Checksum == "" {
+		return nil
+	}
+	if got := cp.Sum(); got != cp.Checksum {
+		return fmt.Errorf("%w (it says %s, its contents sum to %s)", ErrCheckpointCorrupt, cp.Checksum, got)
+	}
+	return nil
+}
+
+// checksumState says, for the log, whether cp's checksum was verified.
+func checksumState(cp *Checkpoint) string {
+	if cp.Checksum == "" {
+		return "none (written by an earlier build): accepted, positions checked"
+	}
+	return "verified"
+}
+
+// checkPositions refuses (ErrCheckpointMismatch) a resumed position that
+// lies past the last row of its walk's table: a position is the key of a
+// row the pass finished, so a row at or after it is in the table unless
+// the table changed since (restored from a backup, its last rows deleted
+// by another pass) or the position was not written by a pass. Resuming
+// from it would examine nothing of the walk while the rows before it were
+// perhaps never examined. A walk's mark is done once its last row is
+// finished (walkMark.advance), so a pass that deletes its table's last
+// row leaves a done walk, not a position past the end.
+func (p *pass) checkPositions(ctx context.Context, tables []store.Table) error {
+	if p.cfg.Resume == nil {
+		return nil
+	}
+	for _, t := range tables {
+		for _, w := range []Walk{WalkQueues, WalkOrphans} {
+			pos := p.cfg.Resume.position(w, t)
+			if pos.Done || pos.After == nil {
+				continue
+			}
+			var past bool
+			err := p.retry(ctx, "check the checkpoint's positions", func() (err error) {
+				past, err = p.pastLastRow(ctx, w, t, *pos.After)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("check the checkpoint's position %s: %w", pos, err)
+			}
+			if past {
+				table := t.QueueTable()
+				if w == WalkOrphans {
+					table = t.TaskTable()
+				}
+				return fmt.Errorf("%w: position %s lies past the last row of %s (no row at or after it): the table changed since the checkpoint was written, or the pass did not write it", ErrCheckpointMismatch, pos, table)
+			}
+		}
+	}
+	return nil
+}
+
+// pastLastRow reports whether no row of walk w's table of t lies at or
+// after k: none after it, and none at it.
+func (p *pass) pastLastRow(ctx context.Context, w Walk, t store.Table, k store.QueueKey) (bool, error) {
+	if w == WalkOrphans {
+		refs, err := p.st.ListTaskQueueIDs(ctx, t, &k, 1)
+		if err != nil || len(refs) > 0 {
+			return false, err
+		}
+		tasks, err := p.st.ReadTasks(ctx, t, k, nil, 1)
+		return len(tasks) == 0, err
+	}
+	rows, err := p.st.ListQueues(ctx, t, &k, 1)
+	if err != nil || len(rows) > 0 {
+		return false, err
+	}
+	_, err = p.st.GetQueue(ctx, t, k)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
+}
