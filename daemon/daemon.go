@@ -159,6 +159,11 @@ type Daemon struct {
 	lastRun   *PassRecord  // the last pass that ran (not skipped)
 	lastOK    *PassRecord  // the last completed pass
 	lastDryOK *PassRecord  // the last completed dry run
+	// failedByCause counts failed passes by failureCause.
+	failedByCause map[string]int64
+
+	// lock follows the lock while another instance holds it.
+	lock lockWatch
 
 	// loaded is when the configuration in effect was loaded: at New, or
 	// at the last applied reload. schedVersion counts the schedules, so
@@ -203,7 +208,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.Rand = rand.Int64N
 	}
 	d := &Daemon{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, state: Starting, totals: newTotals(),
-		reloads: map[string]int64{}, replan: make(chan struct{}, 1)}
+		reloads: map[string]int64{}, replan: make(chan struct{}, 1), failedByCause: map[string]int64{}}
 	d.created = d.clock.Now()
 	d.loaded = d.created
 	d.reg = newRegistry(d)

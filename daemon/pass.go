@@ -20,7 +20,11 @@ func (d *Daemon) pass(ctx context.Context) {
 	id, cfg := d.startPass()
 	log := d.log.With("pass", id)
 	cfg.Logger = log
+	// A scrape's lock probe (heldSeconds) waits while the pass takes the lock.
+	d.lock.mu.Lock()
 	p, err := scavenger.Begin(ctx, d.cfg.DB, cfg, scavenger.PassOptions{})
+	d.lock.lockAttempt(d.clock.Now(), errors.Is(err, store.ErrLocked))
+	d.lock.mu.Unlock()
 	if err != nil {
 		d.setupFailed(ctx, id, cfg.DryRun, log, err)
 		return
@@ -65,7 +69,7 @@ func (d *Daemon) setupFailed(ctx context.Context, id int64, dryRun bool, log *sl
 			d.totals.started++
 		}
 		d.mu.Unlock()
-		d.finish(PassRecord{ID: id, Start: at, End: at, Outcome: Failed, Err: err.Error(), DryRun: dryRun}, 0)
+		d.finish(PassRecord{ID: id, Start: at, End: at, Outcome: Failed, Err: err.Error(), Cause: CauseSchema, DryRun: dryRun}, 0)
 		return
 	}
 	rec := PassRecord{ID: id, Start: at, End: at, Outcome: Skipped, Err: err.Error()}
@@ -160,7 +164,7 @@ func passRecord(id int64, start, end time.Time, st scavenger.Stats, err error) P
 	case rec.Outcome == Interrupted:
 		rec.Err = "shutdown"
 	case err != nil:
-		rec.Outcome, rec.Err = Failed, err.Error()
+		rec.Outcome, rec.Err, rec.Cause = Failed, err.Error(), failureCause(err)
 	}
 	return rec
 }

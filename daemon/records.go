@@ -4,6 +4,7 @@ package daemon
 // totals the metrics read, and the snapshot the status page shows.
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
@@ -36,6 +37,9 @@ type PassRecord struct {
 	Outcome    Outcome
 	// Err says why a pass failed or was skipped.
 	Err string
+	// Cause classifies a failed pass's error (see failureCause); "" for
+	// any other outcome.
+	Cause string
 	// Stats are the pass's counts (BadRows left out; see the log).
 	Stats scavenger.Stats
 	// DryRun: the pass was a dry run. It deleted nothing (Stats count
@@ -85,6 +89,7 @@ func (d *Daemon) finish(rec PassRecord, skip skipReason) {
 			d.totals.interrupted++
 		default:
 			d.totals.failed++
+			d.failedByCause[cmp.Or(rec.Cause, string(scavenger.CauseError))]++
 		}
 		d.lastRun = &rec
 	}

@@ -358,6 +358,9 @@ func TestExpiredLeftBehindALiveHead(t *testing.T) {
 			if st.TasksExpiredLeft != c.want || st.TasksDeleted != 0 {
 				t.Errorf("expired left %d, deleted %d; want %d, 0", st.TasksExpiredLeft, st.TasksDeleted, c.want)
 			}
+			if v1, v2 := st.Tables[store.V1].TasksExpiredLeft, st.Tables[store.V2].TasksExpiredLeft; v1 != c.want || v2 != 0 {
+				t.Errorf("expired left by table: v1 %d, v2 %d; want %d, 0", v1, v2, c.want)
+			}
 		})
 	}
 }

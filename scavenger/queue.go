@@ -289,7 +289,7 @@ func (j *queueJob) leftBehind(sq subqueue, rest []store.TaskRow, now time.Time) 
 			n++
 		}
 	}
-	j.p.c.tasksExpiredLeft.Add(n)
+	j.p.c.expiredLeft(j.table, n)
 }
 
 // expiredBehind reports whether a task read behind a live head is one the

@@ -114,6 +114,9 @@ type TableStats struct {
 
 	WouldDeleteQueues int64
 	WouldDeleteTasks  map[Reason]int64
+
+	// TasksExpiredLeft is this table's share of Stats.TasksExpiredLeft.
+	TasksExpiredLeft int64
 }
 
 // Removed returns the tasks and queue rows the pass deleted or, in a dry
@@ -159,6 +162,10 @@ const (
 	// before success was reported (a pass's cause, never a job's).
 	CauseLockLost Cause = "lock_lost"
 )
+
+// CauseOf classifies err, an error of a job or of a pass, as the
+// failure counts do.
+func CauseOf(err error) Cause { return causeOf(err) }
 
 // causeOf classifies err.
 func causeOf(err error) Cause {
@@ -228,6 +235,7 @@ func (b BadRow) String() string {
 type tableCounters struct {
 	queuesListed, queuesProcessed, queuesDeleted, tasksProcessed, badRows atomic.Int64
 	tasksDeleted                                                          [3]atomic.Int64 // by index in Reasons
+	tasksExpiredLeft                                                      atomic.Int64
 }
 
 // counters are the live, concurrently updated form of Stats. The
@@ -262,6 +270,12 @@ func (c *counters) fail(f Failure) {
 }
 
 func (c *counters) table(t store.Table) *tableCounters { return &c.tables[t] }
+
+// expiredLeft counts n expired tasks of table t left in place.
+func (c *counters) expiredLeft(t store.Table, n int64) {
+	c.tasksExpiredLeft.Add(n)
+	c.tables[t].tasksExpiredLeft.Add(n)
+}
 
 func (c *counters) deleted(t store.Table, r Reason, n int64) {
 	for i, x := range Reasons {
@@ -319,6 +333,7 @@ func (c *counters) snapshot() Stats {
 			QueuesProcessed:  tc.queuesProcessed.Load(),
 			TasksProcessed:   tc.tasksProcessed.Load(),
 			BadRows:          tc.badRows.Load(),
+			TasksExpiredLeft: tc.tasksExpiredLeft.Load(),
 			TasksDeleted:     map[Reason]int64{},
 			WouldDeleteTasks: map[Reason]int64{},
 		}

@@ -102,7 +102,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 				// Behind this queue's live head: count what stays expired,
 				// as queueJob does, for Stats.TasksExpiredLeft.
 				if cur != nil && cur.expiredBehind(cur.subs[0], r.TaskRow, now) {
-					p.c.tasksExpiredLeft.Add(1)
+					p.c.expiredLeft(cur.table, 1)
 				}
 				continue
 			}

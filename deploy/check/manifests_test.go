@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +25,7 @@ func docs(t *testing.T, name string) [][]byte {
 	}
 	var out [][]byte
 	for _, d := range bytes.Split(b, []byte("\n---\n")) {
+		d = bytes.TrimPrefix(d, []byte("---\n"))
 		if len(bytes.TrimSpace(d)) > 0 {
 			out = append(out, d)
 		}
@@ -40,10 +43,21 @@ func objects(t *testing.T, name string) []any {
 		if err := yaml.Unmarshal(d, &tm); err != nil {
 			t.Fatalf("%s document %d: %v", name, i+1, err)
 		}
+		if tm == (metav1.TypeMeta{}) && onlyComments(d) {
+			continue // a file's header
+		}
 		var obj any
 		switch tm.APIVersion + " " + tm.Kind {
 		case "v1 ConfigMap":
 			obj = &corev1.ConfigMap{}
+		case "v1 ServiceAccount":
+			obj = &corev1.ServiceAccount{}
+		case "v1 PersistentVolumeClaim":
+			obj = &corev1.PersistentVolumeClaim{}
+		case "monitoring.coreos.com/v1 ServiceMonitor":
+			obj = &monitoringv1.ServiceMonitor{}
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			obj = &monitoringv1.PrometheusRule{}
 		case "v1 Service":
 			obj = &corev1.Service{}
 		case "apps/v1 Deployment":
@@ -93,14 +107,29 @@ func checkPod(t *testing.T, name string, pod corev1.PodSpec, cm *corev1.ConfigMa
 	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
 		t.Errorf("%s: no memory limit", name)
 	}
-	var dsn bool
+	// The database comes from a Secret: a DSN, temporal-sql-tool's
+	// password, or a Temporal config file on a Secret's volume; no
+	// credential is a literal value.
+	var fromSecret bool
 	for _, e := range c.Env {
-		if e.Name == "TQSCAVENGER_DB" {
-			dsn = e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil
+		secret := e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil
+		switch e.Name {
+		case "TQSCAVENGER_DB", "SQL_PASSWORD":
+			fromSecret = secret
+		case "TQSCAVENGER_TEMPORAL_CONFIG":
+			fromSecret = secretVolumeAt(pod, c, e.Value)
+		}
+		if strings.Contains(e.Name, "PASSWORD") && !secret {
+			t.Errorf("%s: %s is a literal value, not from a Secret", name, e.Name)
 		}
 	}
-	if !dsn {
-		t.Errorf("%s: TQSCAVENGER_DB does not come from a Secret", name)
+	if !fromSecret {
+		t.Errorf("%s: the database (TQSCAVENGER_DB, SQL_PASSWORD or TQSCAVENGER_TEMPORAL_CONFIG) does not come from a Secret", name)
+	}
+	// The root file system is read-only: SQLite's lock directory
+	// (os.TempDir) is an emptyDir.
+	if !emptyDirAt(pod, c, "/tmp") {
+		t.Errorf("%s: /tmp (SQLite's lock directory) is not an emptyDir", name)
 	}
 	var mounted bool
 	for _, v := range pod.Volumes {
@@ -113,51 +142,152 @@ func checkPod(t *testing.T, name string, pod corev1.PodSpec, cm *corev1.ConfigMa
 	}
 }
 
+// volumeAt returns the pod's volume mounted at dir (or at a parent of
+// file dir) in c.
+func volumeAt(pod corev1.PodSpec, c corev1.Container, path string) *corev1.Volume {
+	for _, m := range c.VolumeMounts {
+		if path == m.MountPath || strings.HasPrefix(path, m.MountPath+"/") {
+			for i, v := range pod.Volumes {
+				if v.Name == m.Name {
+					return &pod.Volumes[i]
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func secretVolumeAt(pod corev1.PodSpec, c corev1.Container, path string) bool {
+	v := volumeAt(pod, c, path)
+	return v != nil && v.Secret != nil
+}
+
+func emptyDirAt(pod corev1.PodSpec, c corev1.Container, path string) bool {
+	v := volumeAt(pod, c, path)
+	return v != nil && v.EmptyDir != nil
+}
+
 func TestDeployment(t *testing.T) {
 	objs := objects(t, "kubernetes.yaml")
-	d := find[appsv1.Deployment](objs)
-	if d == nil || find[corev1.Service](objs) == nil {
+	if find[appsv1.Deployment](objs) == nil || find[corev1.Service](objs) == nil {
 		t.Fatal("kubernetes.yaml: want a Deployment and a Service")
 	}
-	pod := d.Spec.Template.Spec
-	checkPod(t, "kubernetes.yaml", pod, find[corev1.ConfigMap](objs))
-	c := pod.Containers[0]
-	if len(c.Args) == 0 || c.Args[0] != "serve" {
-		t.Errorf("Deployment runs %v, want serve", c.Args)
-	}
-	if c.LivenessProbe == nil || c.ReadinessProbe == nil {
-		t.Error("Deployment: no liveness or readiness probe")
-	}
+	checkObjects(t, "kubernetes.yaml", objs)
 }
 
 func TestCronJob(t *testing.T) {
 	objs := objects(t, "cronjob.yaml")
-	cj := find[batchv1.CronJob](objs)
-	if cj == nil {
+	if find[batchv1.CronJob](objs) == nil {
 		t.Fatal("cronjob.yaml: no CronJob")
 	}
+	checkObjects(t, "cronjob.yaml", objs)
+}
+
+// TestRendered: the chart's renders of its values matrix
+// (deploy/helm/rendered, kept by deploy/helmcheck) pass the same checks.
+func TestRendered(t *testing.T) {
+	files, err := filepath.Glob("../helm/rendered/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("%d rendered files, want one per case of deploy/helmcheck", len(files))
+	}
+	for _, f := range files {
+		name, _ := filepath.Rel("..", f)
+		t.Run(name, func(t *testing.T) { checkObjects(t, name, objects(t, name)) })
+	}
+}
+
+// onlyComments reports whether a YAML document holds nothing but comments.
+func onlyComments(d []byte) bool {
+	for _, l := range bytes.Split(d, []byte("\n")) {
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkObjects checks each workload of a manifest by its kind.
+func checkObjects(t *testing.T, name string, objs []any) {
+	t.Helper()
+	var workloads int
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			workloads++
+			checkDeployment(t, name, o, objs)
+		case *batchv1.CronJob:
+			workloads++
+			checkCronJob(t, name, o, objs)
+		}
+	}
+	if workloads != 1 {
+		t.Errorf("%s: %d Deployments and CronJobs, want 1", name, workloads)
+	}
+}
+
+// configMapOf returns the manifest's ConfigMap the pod mounts.
+func configMapOf(objs []any, pod corev1.PodSpec) *corev1.ConfigMap {
+	for _, v := range pod.Volumes {
+		for _, o := range objs {
+			if cm, ok := o.(*corev1.ConfigMap); ok && v.ConfigMap != nil && v.ConfigMap.Name == cm.Name {
+				return cm
+			}
+		}
+	}
+	return nil
+}
+
+// checkDeployment checks a Deployment of serve (probes on the health
+// endpoints, a Service) or of worker.
+func checkDeployment(t *testing.T, name string, d *appsv1.Deployment, objs []any) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	checkPod(t, name, pod, configMapOf(objs, pod))
+	c := pod.Containers[0]
+	if len(c.Args) == 0 || (c.Args[0] != "serve" && c.Args[0] != "worker") {
+		t.Fatalf("%s: the Deployment runs %v, want serve or worker", name, c.Args)
+	}
+	if c.Args[0] == "worker" {
+		return // no HTTP endpoint to probe
+	}
+	if c.LivenessProbe == nil || c.ReadinessProbe == nil ||
+		c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
+		c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("%s: the Deployment's probes are not on /healthz and /readyz", name)
+	}
+	if find[corev1.Service](objs) == nil {
+		t.Errorf("%s: serve without a Service", name)
+	}
+}
+
+// checkCronJob checks a CronJob of run.
+func checkCronJob(t *testing.T, name string, cj *batchv1.CronJob, objs []any) {
+	t.Helper()
 	s := cj.Spec
 	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
-		t.Errorf("concurrencyPolicy %q, want Forbid: two passes at once only contend for the lock", s.ConcurrencyPolicy)
+		t.Errorf("%s: concurrencyPolicy %q, want Forbid: two passes at once only contend for the lock", name, s.ConcurrencyPolicy)
 	}
 	if s.StartingDeadlineSeconds == nil || *s.StartingDeadlineSeconds <= 0 {
-		t.Error("no startingDeadlineSeconds: missed runs would start late in a burst")
+		t.Errorf("%s: no startingDeadlineSeconds: missed runs would start late in a burst", name)
 	}
 	js := s.JobTemplate.Spec
 	if js.ActiveDeadlineSeconds == nil || *js.ActiveDeadlineSeconds <= 0 {
-		t.Error("no activeDeadlineSeconds: a stuck pass would run forever")
+		t.Errorf("%s: no activeDeadlineSeconds: a stuck pass would run forever", name)
 	}
 	if js.TTLSecondsAfterFinished == nil || *js.TTLSecondsAfterFinished <= 0 {
-		t.Error("no ttlSecondsAfterFinished: finished Jobs pile up")
+		t.Errorf("%s: no ttlSecondsAfterFinished: finished Jobs pile up", name)
 	}
 	pod := js.Template.Spec
-	checkPod(t, "cronjob.yaml", pod, find[corev1.ConfigMap](objs))
+	checkPod(t, name, pod, configMapOf(objs, pod))
 	if pod.RestartPolicy != corev1.RestartPolicyNever {
-		t.Errorf("restartPolicy %q, want Never (a pod failure policy requires it)", pod.RestartPolicy)
+		t.Errorf("%s: restartPolicy %q, want Never (a pod failure policy requires it)", name, pod.RestartPolicy)
 	}
 	c := pod.Containers[0]
 	if len(c.Args) == 0 || c.Args[0] != "run" {
-		t.Errorf("CronJob runs %v, want run", c.Args)
+		t.Errorf("%s: the CronJob runs %v, want run", name, c.Args)
 	}
 	// Bad input (2) and a held lock (5) fail the Job at once.
 	var failFast []int32
@@ -169,7 +299,18 @@ func TestCronJob(t *testing.T) {
 		}
 	}
 	if !slices.Contains(failFast, 2) || !slices.Contains(failFast, 5) {
-		t.Errorf("exit statuses failing the Job at once: %v, want 2 and 5", failFast)
+		t.Errorf("%s: exit statuses failing the Job at once: %v, want 2 and 5", name, failFast)
+	}
+	// The checkpoint: a retried pod resumes from the file a failed one
+	// left, so it must be on a volume, of a claim unless asked otherwise.
+	var checkpoint bool
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/var/lib/tqscavenger" {
+			checkpoint = true
+		}
+	}
+	if !checkpoint {
+		t.Errorf("%s: no volume for the --checkpoint file", name)
 	}
 }
 
