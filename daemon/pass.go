@@ -173,5 +173,6 @@ func passRecord(id int64, start, end time.Time, st scavenger.Stats, err error) P
 // scavenger.Scavenger.Tune changes.
 func sameTunables(a, b scavenger.Config) bool {
 	return a.MaxDeletesPerSecond == b.MaxDeletesPerSecond && a.MaxStatementsPerSecond == b.MaxStatementsPerSecond &&
-		a.RetryInitial == b.RetryInitial && a.RetryMax == b.RetryMax && a.RetryFor == b.RetryFor
+		a.RetryInitial == b.RetryInitial && a.RetryMax == b.RetryMax && a.RetryFor == b.RetryFor &&
+		a.WithDefaults().Mode == b.WithDefaults().Mode
 }

@@ -56,7 +56,9 @@ type ReloadRecord struct {
 // Reconfigure applies c to the running daemon:
 //
 //   - the rate limits and the retry budget at once, on the running pass
-//     too (scavenger.Scavenger.Tune);
+//     too (scavenger.Scavenger.Tune), and the pace from the running
+//     pass's next statement (its commit pattern stays the one it started
+//     with);
 //   - every other pass setting (grace, modes, orphans, protected prefixes,
 //     scope, batch sizes, workers) from the next pass: a running pass
 //     keeps what it started with, so it never deletes by two rules;
@@ -92,7 +94,7 @@ func (d *Daemon) Reconfigure(c Reconfig) error {
 	d.lastReload = &ReloadRecord{At: now, Result: ReloadApplied}
 	if d.current != nil {
 		// Under the lock, so that two reloads reach the pass in order.
-		// Tune takes the limits and the retry budget alone; the config
+		// Tune takes the limits, the retry budget and the pace alone; the config
 		// was validated above.
 		_ = d.current.Tune(c.Scavenger)
 	}

@@ -187,16 +187,53 @@ type Pace struct {
 	// MaxStatementsPerSecond caps the store calls (each one statement,
 	// or a few for batched forms) per second; 0 means unlimited.
 	MaxStatementsPerSecond float64
-	// YieldToLoad makes the pass back off while its own statements run
-	// slower than their baseline by more than YieldFactor: fewer
-	// statements at once and pauses between them, growing back while the
-	// database is quiet (see yield.go). It only slows the pass, within the
-	// rate limits. Off by default.
+	// Mode is the pace: PaceGentle (the default) watches for harm and
+	// backs off; PaceFull runs the fastest safe pass, for a maintenance
+	// window or a copy. See PaceMode. Scavenger.Tune changes it on a
+	// running pass, from its next statement.
+	Mode PaceMode
+	// YieldToLoad is deprecated: it asks for PaceGentle, which is the
+	// default. With Mode PaceFull it is refused.
 	YieldToLoad bool
-	// YieldFactor is how much slower than its baseline a statement kind's
-	// median may get before YieldToLoad backs off. Default 2; it must be
-	// more than 1.
+	// YieldFactor is how much slower than its quiet baseline a statement
+	// kind's median may get before PaceGentle backs off. Default 2; it
+	// must be more than 1.
 	YieldFactor float64
+}
+
+// PaceMode names how a pass paces itself. Neither pace changes what is
+// deleted: the same rows go, by the same statements' rules (the range_id
+// fence, the orphan re-check); only how many statements run at once, the
+// pauses between them and the commit pattern differ.
+type PaceMode string
+
+const (
+	// PaceGentle, the default (the zero value means it), runs the
+	// controller of yield.go: it watches its own statements' latency
+	// against a quiet baseline and runs fewer statements at once, with
+	// pauses, while the database is slower, within a floor that keeps
+	// the pass moving (see yield.go). A pass beside a live Temporal
+	// cluster should use it.
+	PaceGentle PaceMode = "gentle"
+	// PaceFull runs no controller: every worker at once, no pauses, and,
+	// on a store that can share commits (a rollback-journal SQLite file
+	// opened with sqlstore.Options.WriteTxBudget), shared commits with
+	// pipelined deletes. The trade: beside a live Temporal server on such
+	// a file, shared commits made its workflows 70-130 % slower
+	// (sqlstore/groupcommit.go); for a maintenance window or a copy.
+	PaceFull PaceMode = "full"
+)
+
+// ParsePaceMode returns the pace named s ("" is PaceGentle), or an error
+// naming the paces.
+func ParsePaceMode(s string) (PaceMode, error) {
+	switch PaceMode(s) {
+	case "", PaceGentle:
+		return PaceGentle, nil
+	case PaceFull:
+		return PaceFull, nil
+	}
+	return "", fmt.Errorf("unknown pace %q: use gentle or full", s)
 }
 
 // Hooks are what an embedder plugs into a pass: the clock, the logger, the
@@ -310,6 +347,9 @@ func (p Pace) withDefaults(compat Compat) Pace {
 	p.LockCheckInterval = orDefault(p.LockCheckInterval, DefaultLockCheckInterval)
 	p.LockCheckTimeout = orDefault(p.LockCheckTimeout, DefaultLockCheckTimeout)
 	p.CheckpointInterval = orDefault(p.CheckpointInterval, DefaultCheckpointInterval)
+	if p.Mode == "" {
+		p.Mode = PaceGentle
+	}
 	if p.YieldFactor <= 0 {
 		p.YieldFactor = DefaultYieldFactor
 	}
@@ -339,6 +379,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDeletesPerSecond < 0 || c.MaxStatementsPerSecond < 0 {
 		return fmt.Errorf("rate limits must not be negative")
+	}
+	if _, err := ParsePaceMode(string(c.Mode)); err != nil {
+		return err
+	}
+	if c.YieldToLoad && c.Mode == PaceFull {
+		return fmt.Errorf("yield to load (deprecated) asks for the gentle pace; it cannot go with pace full")
 	}
 	if c.YieldFactor < 0 || (c.YieldFactor > 0 && c.YieldFactor <= 1) {
 		return fmt.Errorf("yield factor %g: must be more than 1 (or 0 for the default %g)", c.YieldFactor, DefaultYieldFactor)

@@ -118,12 +118,17 @@ func (l *limiter) charge(n int64) {
 }
 
 // tunables are the settings a running pass reads as it goes, so that
-// Scavenger.Tune changes them on it: the rate limits and the retry budget.
+// Scavenger.Tune changes them on it: the rate limits, the retry budget and
+// the pace.
 type tunables struct {
 	stmts, rows *limiter
 
 	mu                               sync.Mutex
 	retryInitial, retryMax, retryFor time.Duration
+	mode                             PaceMode
+	// onMode, if set, is told of a new pace (the running pass's
+	// controller, to wake statements waiting for a slot).
+	onMode func()
 }
 
 func newTunables(c Config) *tunables {
@@ -138,7 +143,33 @@ func (t *tunables) set(c Config) {
 	t.rows.setRate(c.MaxDeletesPerSecond)
 	t.mu.Lock()
 	t.retryInitial, t.retryMax, t.retryFor = c.RetryInitial, c.RetryMax, c.RetryFor
+	changed := t.mode != c.Mode
+	t.mode = c.Mode
+	onMode := t.onMode
 	t.mu.Unlock()
+	if changed && onMode != nil {
+		onMode()
+	}
+}
+
+// pace returns the pace in effect.
+func (t *tunables) pace() PaceMode {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mode
+}
+
+// watchMode makes f be told of each new pace, until the returned func is
+// called.
+func (t *tunables) watchMode(f func()) (stop func()) {
+	t.mu.Lock()
+	t.onMode = f
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		t.onMode = nil
+		t.mu.Unlock()
+	}
 }
 
 // retry returns the retry budget in effect.

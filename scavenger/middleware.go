@@ -13,8 +13,9 @@ import (
 //  1. the shutdown gate: once Shutdown is called, no call starts;
 //  2. the rate limits of Config.MaxStatementsPerSecond and
 //     Config.MaxDeletesPerSecond, whose waits end at Shutdown too;
-//  3. Config.YieldToLoad's pacing (yield.go), under the limits so that it
-//     only ever slows the pass below them;
+//  3. the pace's controller (yield.go; it passes calls straight on under
+//     PaceFull), under the limits so that it only ever slows the pass
+//     below them;
 //  4. Config.Middleware, in its order: what tests and embedders add
 //     (fault injection, tracing), close to the store so that what they
 //     see is what the database gets;
@@ -33,7 +34,7 @@ func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
 			return &gateStore{next: next, closing: s.closing, refused: refused}
 		},
 		limit(s.tune, s.closing),
-		yieldMiddleware(s.cfg, s.closing, s.onYielder),
+		yieldMiddleware(s.cfg, s.tune, s.closing, s.onYielder),
 	}
 	mw = append(mw, s.cfg.Middleware...)
 	if s.cfg.DryRun {

@@ -81,15 +81,19 @@ func (s *Scavenger) Config() Config {
 	c := s.cfg
 	c.MaxStatementsPerSecond, c.MaxDeletesPerSecond = s.tune.stmts.currentRate(), s.tune.rows.currentRate()
 	c.RetryInitial, c.RetryMax, c.RetryFor = s.tune.retry()
+	c.Mode = s.tune.pace()
 	return c
 }
 
 // Tune changes the settings that may change during a pass, on the running
 // pass (if any) and the passes after it: the rate limits
-// (MaxDeletesPerSecond, MaxStatementsPerSecond) and the retry budget
-// (RetryInitial, RetryMax, RetryFor). A caller waiting on a limit sees a
-// new one within a tenth of a second; a retry sees the new budget at its
-// next attempt. The other fields of c are ignored: they decide what a pass
+// (MaxDeletesPerSecond, MaxStatementsPerSecond), the retry budget
+// (RetryInitial, RetryMax, RetryFor) and the pace (Mode). A caller waiting
+// on a limit sees a new one within a tenth of a second; a retry sees the
+// new budget at its next attempt; the controller takes a new pace from the
+// next statement (one waiting for a slot is woken), while the commit
+// pattern (shared commits, pipelined deletes) stays the one the pass
+// started with. The other fields of c are ignored: they decide what a pass
 // deletes and how it is laid out, and a pass keeps them to its end (a
 // daemon applies them from its next pass, with a new Scavenger). It is
 // safe to call from any goroutine, at any time. c is checked as Validate
@@ -193,10 +197,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	p.st = s.stack(&p.refused)
 	p.raw = s.st
 	p.rng = s.cfg.Partition.Range()
-	p.spread, p.pipeline = 1, 1
-	if cs, ok := s.st.(store.CommitSharer); ok && cs.SharesCommits() {
-		p.spread, p.pipeline = s.cfg.Workers, windowPipeline
-	}
+	p.spread, p.pipeline = s.commitPattern()
 	log := s.cfg.Logger
 	if s.cfg.Resume != nil || s.cfg.Checkpoint != nil {
 		id, err := s.identity(ctx)
@@ -512,6 +513,23 @@ func (p *pass) clip(n, limit int, key func(i int) store.QueueKey) (keep int, mor
 		}
 	}
 	return n, n >= limit
+}
+
+// commitPattern sets the store's commit sharing for a pass at the pace in
+// effect, and returns how many window jobs a page's queues go to and how
+// many deletes a window keeps running. Only PaceFull shares commits
+// (store.CommitSwitch): beside a live Temporal server on a rollback-journal
+// SQLite file they made its workflows 70-130 % slower. The pattern holds
+// for the whole pass, whatever pace Tune sets later.
+func (s *Scavenger) commitPattern() (spread, pipeline int) {
+	full := s.tune.pace() == PaceFull
+	if sw, ok := s.st.(store.CommitSwitch); ok {
+		sw.ShareCommits(full)
+	}
+	if cs, ok := s.st.(store.CommitSharer); ok && full && cs.SharesCommits() {
+		return s.cfg.Workers, windowPipeline
+	}
+	return 1, 1
 }
 
 // windowPipeline is how many deletes a window keeps running while it

@@ -11,9 +11,12 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// Config.YieldToLoad: the pass watches its own statements' latency and
-// backs off when the database gets slower, so that a cluster under load
-// keeps its latency while the pass takes longer.
+// The controller of PaceGentle (Config.Mode): the pass watches its own
+// statements' latency and backs off when the database gets slower, so
+// that a cluster under load keeps its latency while the pass takes longer.
+// Under PaceFull it passes every call straight on (it still counts the
+// statements running, so that a pace changed mid-pass by Scavenger.Tune
+// starts from the truth).
 //
 // # Baseline
 //
@@ -52,8 +55,8 @@ const (
 	yieldLogEvery = 10 * time.Second
 )
 
-// yielder is the state of Config.YieldToLoad, shared by every call of a
-// pass.
+// yielder is the state of the gentle pace's controller, shared by every
+// call of a pass.
 type yielder struct {
 	factor  float64
 	workers int
@@ -61,12 +64,18 @@ type yielder struct {
 	now     func() time.Time
 	stop    <-chan struct{}
 
-	mu      sync.Mutex
-	slot    sync.Cond // a slot freed, allowed grew, or stop
+	mu   sync.Mutex
+	slot sync.Cond // a slot freed, allowed grew, or stop
+	// full is the pace PaceFull: no cap, no pause, no adjustment.
+	full    bool
 	running int
 	allowed int
 	share   float64
 	kinds   map[yieldKind]*yieldWindow
+	// onWait, if set (a test's), is called, under mu, when a statement
+	// starts waiting for a slot.
+	onWait func()
+
 	// Counters, for logs and tests.
 	decreases, increases int
 	minAllowed           int
@@ -92,19 +101,30 @@ func newYielder(cfg Config, stop <-chan struct{}) *yielder {
 	y := &yielder{
 		factor: cfg.YieldFactor, workers: max(1, cfg.Workers), log: cfg.Logger, now: time.Now, stop: stop,
 		allowed: 1, share: 1, kinds: map[yieldKind]*yieldWindow{}, minAllowed: 1, minShare: 1,
+		full: cfg.Mode == PaceFull,
 	}
 	y.slot.L = &y.mu
 	return y
 }
 
-// yieldMiddleware returns the middleware of Config.YieldToLoad, or nil
-// when it is off. seen, if not nil, receives the pass's yielder (a
-// test's hook, Scavenger.onYielder, to read its counters).
-func yieldMiddleware(cfg Config, stop <-chan struct{}, seen func(*yielder)) store.Middleware {
-	if !cfg.YieldToLoad {
-		return nil
-	}
+// setFull sets the pace, and wakes the statements waiting for a slot so
+// that they see it.
+func (y *yielder) setFull(full bool) {
+	y.mu.Lock()
+	y.full = full
+	y.slot.Broadcast()
+	y.mu.Unlock()
+}
+
+// yieldMiddleware returns the middleware of the pace's controller, told of
+// each new pace tune takes. seen, if not nil, receives the pass's yielder
+// (a test's hook, Scavenger.onYielder, to read its counters).
+func yieldMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, seen func(*yielder)) store.Middleware {
 	y := newYielder(cfg, stop)
+	// The pass's own yielder replaces the last pass's: one pass runs at
+	// a time.
+	tune.watchMode(func() { y.setFull(tune.pace() == PaceFull) })
+	y.setFull(tune.pace() == PaceFull)
 	if seen != nil {
 		seen(y)
 	}
@@ -115,7 +135,7 @@ func yieldMiddleware(cfg Config, stop <-chan struct{}, seen func(*yielder)) stor
 func (y *yielder) acquire(ctx context.Context) error {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	if y.running < y.allowed {
+	if y.full || y.running < y.allowed {
 		y.running++
 		return nil
 	}
@@ -138,7 +158,10 @@ func (y *yielder) acquire(ctx context.Context) error {
 		case <-left:
 		}
 	}()
-	for y.running >= y.allowed {
+	if y.onWait != nil {
+		y.onWait()
+	}
+	for !y.full && y.running >= y.allowed {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -157,6 +180,9 @@ func (y *yielder) acquire(ctx context.Context) error {
 func (y *yielder) release(ctx context.Context, d time.Duration) {
 	y.mu.Lock()
 	share := y.share
+	if y.full {
+		share = 1
+	}
 	y.mu.Unlock()
 	if share < 1 {
 		pause := time.Duration(float64(d) * (1/share - 1))
@@ -179,6 +205,9 @@ func (y *yielder) release(ctx context.Context, d time.Duration) {
 func (y *yielder) observe(method string, rows int, d time.Duration) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
+	if y.full {
+		return
+	}
 	k := yieldKind{method: method, size: bits.Len(uint(max(rows, 0)))}
 	w := y.kinds[k]
 	if w == nil {

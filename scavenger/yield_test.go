@@ -129,14 +129,15 @@ func (s *slowStore) DeleteTasks(ctx context.Context, t store.Table, q store.Queu
 	return n, err
 }
 
-// TestYieldToLoad runs a pass on a real SQLite file through a store that
-// turns slow for a while: the pass backs off to one statement at a time
-// with pauses, grows back once the latency is gone, and deletes exactly
-// what a pass without the mode deletes.
-func TestYieldToLoad(t *testing.T) {
+// TestGentlePace runs a pass on a real SQLite file through a store that
+// turns slow for a while: at the gentle pace (the default) the pass backs
+// off to one statement at a time with pauses, grows back once the latency
+// is gone, and deletes exactly what a pass at the full pace deletes, whose
+// controller never moves.
+func TestGentlePace(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	spec := seed.Spec{Queues: 20, TasksPerQueue: 200, Expired: 0.75, IdleAge: 72 * time.Hour, Now: now}
-	run := func(yield bool) (Stats, *slowStore, *yielder) {
+	run := func(mode PaceMode) (Stats, *slowStore, *yielder) {
 		ctx := context.Background()
 		db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "t.db"), sqlstore.Options{Create: true})
 		if err != nil {
@@ -151,28 +152,25 @@ func TestYieldToLoad(t *testing.T) {
 		}
 		slow := &slowStore{from: 40, to: 80, delay: 20 * time.Millisecond}
 		var y *yielder
-		cfg := Config{Pace: Pace{Workers: 4, TaskBatchSize: 50, TasksPerJob: 100, YieldToLoad: yield}, Hooks: Hooks{Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Middleware: []store.Middleware{func(next store.Store) store.Store { slow.Store = next; return slow }}}}
+		cfg := Config{Pace: Pace{Mode: mode, Workers: 4, TaskBatchSize: 50, TasksPerJob: 100}, Hooks: Hooks{Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Middleware: []store.Middleware{func(next store.Store) store.Store { slow.Store = next; return slow }}}}
 		start := time.Now()
 		s := New(db, cfg)
 		s.onYielder = func(got *yielder) { y = got }
 		st, err := s.Run(ctx)
-		t.Logf("yield %v: %s, %d calls", yield, time.Since(start), slow.calls.Load())
+		t.Logf("pace %q: %s, %d calls", mode, time.Since(start), slow.calls.Load())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st, slow, y
 	}
-	off, _, yOff := run(false)
-	if yOff != nil {
-		t.Fatal("a yielder without YieldToLoad")
+	full, _, yFull := run(PaceFull)
+	if d, _, _ := yFull.counters(); d != 0 || yFull.increases != 0 {
+		t.Fatalf("the full pace's controller moved: %d decreases, %d increases", d, yFull.increases)
 	}
-	on, _, y := run(true)
-	if y == nil {
-		t.Fatal("no yielder with YieldToLoad")
-	}
-	if on.TasksDeleted != off.TasksDeleted || on.QueuesDeleted != off.QueuesDeleted || off.TasksDeleted != int64(spec.Queues*spec.TasksPerQueue*3/4) {
-		t.Fatalf("deleted %d tasks and %d queues with the mode, %d and %d without; want %d tasks",
-			on.TasksDeleted, on.QueuesDeleted, off.TasksDeleted, off.QueuesDeleted, spec.Queues*spec.TasksPerQueue*3/4)
+	gentle, _, y := run("") // the default
+	if gentle.TasksDeleted != full.TasksDeleted || gentle.QueuesDeleted != full.QueuesDeleted || full.TasksDeleted != int64(spec.Queues*spec.TasksPerQueue*3/4) {
+		t.Fatalf("deleted %d tasks and %d queues gently, %d and %d at full pace; want %d tasks",
+			gentle.TasksDeleted, gentle.QueuesDeleted, full.TasksDeleted, full.QueuesDeleted, spec.Queues*spec.TasksPerQueue*3/4)
 	}
 	decreases, minAllowed, minShare := y.counters()
 	if decreases == 0 || minAllowed != 1 || minShare >= 1 {
@@ -180,5 +178,39 @@ func TestYieldToLoad(t *testing.T) {
 	}
 	if y.increases == 0 {
 		t.Fatal("no increase after the store was fast again")
+	}
+}
+
+// TestPaceTunedMidPass: a statement waiting for a slot at the gentle pace
+// goes as soon as Tune sets the full pace (SIGHUP on serve), without a
+// slot freed; set back to gentle, the cap holds again.
+func TestPaceTunedMidPass(t *testing.T) {
+	cfg := Config{Pace: Pace{Workers: 4}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}.WithDefaults()
+	tune := newTunables(cfg)
+	var y *yielder
+	yieldMiddleware(cfg, tune, nil, func(got *yielder) { y = got })
+	waiting := make(chan struct{})
+	y.onWait = func() { close(waiting) }
+	ctx := context.Background()
+	if err := y.acquire(ctx); err != nil { // the one slot of the slow start
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- y.acquire(ctx) }()
+	<-waiting
+	full := cfg
+	full.Mode = PaceFull
+	tune.set(full)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	tune.set(cfg)
+	if y.full {
+		t.Fatal("still full after Tune set gentle")
+	}
+	y.release(ctx, 0)
+	y.release(ctx, 0)
+	if y.running != 0 {
+		t.Fatalf("%d running after both released", y.running)
 	}
 }

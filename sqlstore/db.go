@@ -45,7 +45,7 @@ type Options struct {
 	// process (such as a running Temporal dev server). Default 5s.
 	BusyTimeout time.Duration
 
-	// WriteTxBudget, if positive, turns on group commit on a SQLite file
+	// WriteTxBudget, if positive, makes group commit possible on a SQLite file
 	// in a rollback journal (not WAL), where each commit costs several
 	// fsyncs: the writes of concurrent calls share one write transaction,
 	// which takes statements for at most this long (100ms is the bound
@@ -54,7 +54,9 @@ type Options struct {
 	// statement commits on its own, as on WAL files and the servers. It is
 	// off by default because beside a live Temporal server on such a file
 	// it made matching's deferred transactions meet SQLITE_BUSY and its
-	// workflows take longer (see groupCommit).
+	// workflows take longer (see groupCommit). It is on from the open;
+	// DB.ShareCommits turns it off and on again, and a scavenger pass
+	// turns it on only at its full pace (scavenger.PaceFull).
 	WriteTxBudget time.Duration
 
 	// ConnectTimeout bounds each new connection to PostgreSQL or MySQL,
@@ -137,6 +139,8 @@ type DB struct {
 	// group, on a SQLite file in a rollback journal, shares write
 	// transactions among concurrent calls; nil elsewhere.
 	group *groupCommit
+	// unshared turns group off (ShareCommits(false)).
+	unshared atomic.Bool
 }
 
 var (

@@ -70,7 +70,7 @@ func (s *DB) query(ctx context.Context, q string, args []any) (*sql.Rows, error)
 // groupCommit), and returns rows affected once it has committed.
 func (s *DB) exec(ctx context.Context, q string, args []any) (int64, error) {
 	s.statements.Add(1)
-	if s.group != nil {
+	if s.SharesCommits() {
 		return s.group.exec(ctx, q, args)
 	}
 	st, err := s.stmt(ctx, q)

@@ -91,10 +91,18 @@ func newGroupCommit(db *sql.DB, budget, busy time.Duration, statements *atomic.I
 }
 
 // SharesCommits implements store.CommitSharer: true on a SQLite file in a
-// rollback journal.
-func (s *DB) SharesCommits() bool { return s.group != nil }
+// rollback journal opened with Options.WriteTxBudget, unless ShareCommits
+// turned it off.
+func (s *DB) SharesCommits() bool { return s.group != nil && !s.unshared.Load() }
 
-var _ store.CommitSharer = (*DB)(nil)
+// ShareCommits implements store.CommitSwitch: it turns group commit off
+// (every write commits on its own, as without Options.WriteTxBudget) or on
+// again, for the writes that start after it. A scavenger pass turns it on
+// only at its full pace. Where the store cannot share commits it does
+// nothing.
+func (s *DB) ShareCommits(on bool) { s.unshared.Store(!on) }
+
+var _ store.CommitSwitch = (*DB)(nil)
 
 // errGroupFailed is what the writes of a group that rolled back return
 // when their own statement did not fail.

@@ -154,6 +154,15 @@ type CommitSharer interface {
 	SharesCommits() bool
 }
 
+// A CommitSwitch is a CommitSharer whose sharing can be turned off and on
+// again: a scavenger pass shares commits only at its full pace.
+type CommitSwitch interface {
+	CommitSharer
+	// ShareCommits turns sharing on or off for the writes that start
+	// after it; a shared transaction already open commits as before.
+	ShareCommits(on bool)
+}
+
 // Locker takes the one-scavenger-at-a-time lock of a task store.
 type Locker interface {
 	// Lock takes the lock. With wait it blocks until the lock is free or

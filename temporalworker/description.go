@@ -56,6 +56,10 @@ type PassDescription struct {
 	TasksPerJob            int     `json:"tasks_per_job,omitempty"`
 	MaxDeletesPerSecond    float64 `json:"max_deletes_per_second,omitempty"`
 	MaxStatementsPerSecond float64 `json:"max_statements_per_second,omitempty"`
+	// Pace is scavenger.Config's Mode: "" (the default, written for it so
+	// that a default description's JSON is what it was before paces) or
+	// "gentle", and "full".
+	Pace string `json:"pace,omitempty"`
 
 	// CheckpointInterval bounds how often a partition's low-water mark
 	// is heartbeated while it advances (scavenger.Config's; default 1s).
@@ -132,6 +136,11 @@ func (d PassDescription) Config(i int) (scavenger.Config, error) {
 			MaxStatementsPerSecond: d.MaxStatementsPerSecond / float64(d.Partitions),
 		},
 	}
+	mode, err := scavenger.ParsePaceMode(d.Pace)
+	if err != nil {
+		return c, err
+	}
+	c.Mode = mode
 	c.Rules.Namespaces = nil
 	for _, s := range d.Namespaces {
 		id, err := wire.ParseNamespaceID(s)
@@ -230,6 +239,9 @@ func Describe(c scavenger.Config, now time.Time, n int, id string) PassDescripti
 		DatabaseIdentity: id, Partitions: n, Rules: c.Rules, Now: now,
 		Workers: c.Workers, ListPageSize: c.ListPageSize, TaskBatchSize: c.TaskBatchSize, TasksPerJob: c.TasksPerJob,
 		MaxDeletesPerSecond: c.MaxDeletesPerSecond, MaxStatementsPerSecond: c.MaxStatementsPerSecond,
+	}
+	if c.Mode == scavenger.PaceFull {
+		d.Pace = string(scavenger.PaceFull)
 	}
 	d.Rules.Namespaces = nil
 	for _, ns := range c.Namespaces {

@@ -2,9 +2,11 @@ package temporalworker
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +123,38 @@ func mustCompact(t *testing.T, b []byte) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
+}
+
+// TestPassDescriptionPace: a full-pace pass's description says so and runs
+// at the full pace; a default (gentle) one writes no pace, so that its JSON
+// is the golden file's; an unknown pace is a bad description.
+func TestPassDescriptionPace(t *testing.T) {
+	for _, c := range []struct {
+		mode     scavenger.PaceMode
+		json     string
+		wantMode scavenger.PaceMode
+	}{{"", "", scavenger.PaceGentle}, {scavenger.PaceGentle, "", scavenger.PaceGentle}, {scavenger.PaceFull, `"pace":"full"`, scavenger.PaceFull}} {
+		d := Describe(scavenger.Config{Pace: scavenger.Pace{Mode: c.mode}}, time.Time{}, 1, "sqlite:pace")
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), `"pace"`); got != (c.json != "") || (c.json != "" && !strings.Contains(string(b), c.json)) {
+			t.Errorf("pace %q: description %s, want %q in it", c.mode, b, c.json)
+		}
+		var back PassDescription
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := back.Config(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.WithDefaults().Mode; got != c.wantMode {
+			t.Errorf("pace %q: the description runs at %q", c.mode, got)
+		}
+	}
+	if err := (PassDescription{DatabaseIdentity: "sqlite:pace", Pace: "fast"}).Validate(); !errors.Is(err, ErrBadDescription) {
+		t.Errorf("pace fast: %v, want ErrBadDescription", err)
+	}
 }

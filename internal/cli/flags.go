@@ -114,11 +114,32 @@ func alias(fs *pflag.FlagSet, old, name string) {
 	a.Annotations = map[string][]string{aliasKey: {name}}
 }
 
-// warnAliases warns on w of each deprecated alias the command line used.
+// deprecatedKey is the pflag annotation of a deprecated flag that is not
+// a plain alias: what to use instead.
+const deprecatedKey = "tqscavenger_deprecated"
+
+// deprecate hides the flag name of fs and makes using it print a warning
+// (warnAliases) that says instead.
+func deprecate(fs *pflag.FlagSet, name, instead string) {
+	f := fs.Lookup(name)
+	f.Hidden = true
+	if f.Annotations == nil {
+		f.Annotations = map[string][]string{}
+	}
+	f.Annotations[deprecatedKey] = []string{instead}
+}
+
+// warnAliases warns on w of each deprecated alias or flag the command line
+// used.
 func warnAliases(w io.Writer, cmd string, fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		if to := aliasOf(f); to != "" && f.Changed {
+		if !f.Changed {
+			return
+		}
+		if to := aliasOf(f); to != "" {
 			fmt.Fprintf(w, "tqscavenger %s: warning: --%s is deprecated: use --%s\n", cmd, f.Name, to)
+		} else if d := f.Annotations[deprecatedKey]; len(d) == 1 {
+			fmt.Fprintf(w, "tqscavenger %s: warning: --%s is deprecated: %s\n", cmd, f.Name, d[0])
 		}
 	})
 }

@@ -47,6 +47,7 @@ type scavengeFlags struct {
 	maxConns int
 
 	maxDeletes, maxStatements float64
+	paceMode                  string
 	yield                     bool
 	yieldFactor               float64
 
@@ -90,9 +91,20 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	durationVar(p, &f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
 	durationVar(p, &f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
 	durationVar(p, &f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
-	p.BoolVar(&f.yield, "yield-to-load", false, "back off (fewer statements at once, pauses) while the pass's own statements run slower than their baseline by --yield-factor; only ever slower than the rate limits")
-	p.Float64Var(&f.yieldFactor, "yield-factor", 0, fmt.Sprintf("with --yield-to-load: how much slower than its baseline a statement may get before the pass backs off (default %g)", scavenger.DefaultYieldFactor))
+	p.StringVar(&f.paceMode, "pace", string(scavenger.PaceGentle), paceHelp)
+	p.BoolVar(&f.yield, "yield-to-load", false, "deprecated: the gentle pace, the default")
+	p.Float64Var(&f.yieldFactor, "yield-factor", 0, fmt.Sprintf("how much slower than its quiet baseline a statement may get before the gentle pace backs off (default %g)", scavenger.DefaultYieldFactor))
+	deprecate(p, "yield-to-load", "the gentle pace it asked for is the default (--pace gentle)")
+	deprecate(p, "yield-factor", "the gentle pace (--pace gentle, the default) still reads it; it will go")
 }
+
+// paceHelp is --pace's help: the trade of each pace.
+const paceHelp = `gentle: back off (fewer statements at once, pauses) while the database is slower than its quiet baseline, within a floor that keeps the pass moving; full: no controller, the fastest safe pass, for a maintenance window or a copy: on a rollback-journal SQLite file it also shares commits and pipelines deletes, which beside a live Temporal server made its workflows 70-130% slower. Both delete the same rows; serve takes a new pace at SIGHUP from the next statement`
+
+// writeTxBudget is the shared write transaction's bound on a
+// rollback-journal SQLite file (sqlstore.Options.WriteTxBudget), used only
+// by passes at the full pace: the bound measured in docs/benchmarks.md.
+const writeTxBudget = 100 * time.Millisecond
 
 func nonNegative(name string, v int) error {
 	if v < 0 {
@@ -221,6 +233,14 @@ func (f *scavengeFlags) pace(c *scavenger.Config) error {
 	c.RetryInitial, c.RetryMax, c.RetryFor, c.SlowStatement = f.retryMin, f.retryMax, f.retryFor, f.slow
 	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
 	c.YieldToLoad, c.YieldFactor = f.yield, f.yieldFactor
+	mode, err := scavenger.ParsePaceMode(f.paceMode)
+	if err != nil {
+		return usagef("--pace: %v", err)
+	}
+	if f.yield && mode == scavenger.PaceFull {
+		return usagef("--yield-to-load (deprecated) asks for the gentle pace: it cannot go with --pace full")
+	}
+	c.Mode = mode
 	return nil
 }
 
@@ -236,7 +256,9 @@ func runStatus(o scavenger.Outcome) int {
 }
 
 func (f *scavengeFlags) storeOptions() sqlstore.Options {
-	return sqlstore.Options{StatementTimeout: f.stmtTO, MaxConns: f.maxConns}
+	// A pass shares commits only at the full pace (scavenger.PaceFull
+	// turns group commit on, per pass): the budget makes it possible.
+	return sqlstore.Options{StatementTimeout: f.stmtTO, MaxConns: f.maxConns, WriteTxBudget: writeTxBudget}
 }
 
 // openChecked opens the store the flags name and refuses a database

@@ -35,7 +35,7 @@ var notScheduled = map[string]string{
 	"retry-for":         "a scheduled pass uses the default retry budget",
 	"retry-initial":     "a scheduled pass uses the default retry budget",
 	"retry-max":         "a scheduled pass uses the default retry budget",
-	"yield-to-load":     "a scheduled pass does not carry it",
+	"yield-to-load":     "a scheduled pass does not carry it (the gentle pace it asked for is the default)",
 	"yield-factor":      "a scheduled pass does not carry it",
 }
 
@@ -227,6 +227,7 @@ var scheduleSettings = map[string]func(dst *temporalworker.ScheduleSpec, src tem
 	"max-statements-per-second": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
 		d.Pass.MaxStatementsPerSecond = s.Pass.MaxStatementsPerSecond
 	},
+	"pace": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Pace = s.Pass.Pace },
 }
 
 // mergeSchedule returns old with the settings whose flag is set (set)
