@@ -69,6 +69,10 @@ type Report struct {
 	Namespaces map[string]map[string]*Counts `json:"namespaces"`
 	// Modes says what each mode would delete; empty unless Options.Modes.
 	Modes []WouldDelete `json:"modes,omitempty"`
+	// BadRows lists the first MaxBadRows rows counted in the tables' bad
+	// rows; BadRowsNotListed counts the others.
+	BadRows          []BadRow `json:"bad_rows,omitempty"`
+	BadRowsNotListed int64    `json:"bad_rows_not_listed,omitempty"`
 }
 
 // Options say what the inventory counts as idle and expired.
@@ -108,12 +112,15 @@ func Take(ctx context.Context, st store.Store, o Options) (*Report, error) {
 	}
 	r := &Report{At: o.Now, GraceSeconds: o.Grace.Seconds(), Tables: map[string]*Counts{}, Namespaces: map[string]map[string]*Counts{}}
 	for _, t := range o.Tables {
-		w := &walker{st: st, t: t, o: o, total: &Counts{}, byNS: map[string]*Counts{}}
+		w := &walker{st: st, t: t, o: o, r: r, total: &Counts{}, byNS: map[string]*Counts{}}
 		r.Tables[t.String()], r.Namespaces[t.String()] = w.total, w.byNS
 		if err := w.queues(ctx); err != nil {
 			return nil, err
 		}
 		if err := w.orphans(ctx); err != nil {
+			return nil, err
+		}
+		if err := w.oddHashes(ctx, r); err != nil {
 			return nil, err
 		}
 	}
@@ -129,6 +136,7 @@ type walker struct {
 	st    store.Store
 	t     store.Table
 	o     Options
+	r     *Report // where bad rows are listed
 	total *Counts
 	byNS  map[string]*Counts
 }
@@ -179,6 +187,7 @@ func (w *walker) queue(ctx context.Context, q store.QueueRow) error {
 	subs := []wire.Subqueue{{ID: q.ID, RangeHash: q.RangeHash}}
 	if err != nil {
 		w.count(q.ID, func(c *Counts) { c.BadRows++ })
+		w.r.badRow(newBadRow(w.t, "queue", int64(q.RangeHash), q.ID, nil, err))
 	} else {
 		if w.o.Now.Sub(info.LastUpdateTime) >= w.o.Grace {
 			w.count(q.ID, func(c *Counts) { c.IdleQueues++ })
@@ -205,6 +214,9 @@ func (w *walker) tasks(ctx context.Context, nsID []byte, sq wire.Subqueue, inSub
 		}
 		for _, task := range tasks {
 			tt, err := wire.DecodeTaskTimes(task.Encoding, task.Data)
+			if err != nil {
+				w.r.badRow(newBadRow(w.t, "task", int64(key.RangeHash), key.ID, &task.Key, err))
+			}
 			below := sq.HasAck && !ack.Less(task.Key)
 			w.count(nsID, func(c *Counts) {
 				c.Tasks++
@@ -252,6 +264,7 @@ func (w *walker) orphans(ctx context.Context) error {
 			_, orphan, err := scavenger.ResolveParents(ctx, w.st, w.t, ref.QueueKey)
 			if errors.Is(err, scavenger.ErrNoParentLayout) {
 				w.count(ref.ID, func(c *Counts) { c.BadRows++ })
+				w.r.badRow(newBadRow(w.t, "tasks", int64(ref.RangeHash), ref.ID, nil, err))
 				continue
 			}
 			if err != nil {
@@ -326,6 +339,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		row(tw, t, "all", r.Tables[t])
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.writeBadRows(w); err != nil {
 		return err
 	}
 	if len(r.Modes) == 0 {
