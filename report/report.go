@@ -67,6 +67,12 @@ type Report struct {
 	Tables map[string]*Counts `json:"tables"`
 	// Namespaces holds the counts per table version and namespace id.
 	Namespaces map[string]map[string]*Counts `json:"namespaces"`
+	// NamespaceNames holds the name of each namespace id of Namespaces
+	// that Temporal's namespaces table has a row for.
+	NamespaceNames map[string]string `json:"namespace_names"`
+	// NamespaceNamesError says why the names could not be read (a
+	// missing grant); empty if they were, or if there is no such table.
+	NamespaceNamesError string `json:"namespace_names_error,omitempty"`
 	// Modes says what each mode would delete; empty unless Options.Modes.
 	Modes []WouldDelete `json:"modes,omitempty"`
 	// BadRows lists the first MaxBadRows rows counted in the tables' bad
@@ -110,7 +116,7 @@ func Take(ctx context.Context, st store.Store, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	r := &Report{At: o.Now, GraceSeconds: o.Grace.Seconds(), Tables: map[string]*Counts{}, Namespaces: map[string]map[string]*Counts{}}
+	r := &Report{At: o.Now, GraceSeconds: o.Grace.Seconds(), Tables: map[string]*Counts{}, Namespaces: map[string]map[string]*Counts{}, NamespaceNames: map[string]string{}}
 	for _, t := range o.Tables {
 		w := &walker{st: st, t: t, o: o, r: r, total: &Counts{}, byNS: map[string]*Counts{}}
 		r.Tables[t.String()], r.Namespaces[t.String()] = w.total, w.byNS
@@ -123,6 +129,9 @@ func Take(ctx context.Context, st store.Store, o Options) (*Report, error) {
 		if err := w.oddHashes(ctx, r); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.names(ctx, st); err != nil {
+		return nil, err
 	}
 	if o.Modes {
 		if err := r.dryRuns(ctx, st, o); err != nil {
@@ -330,16 +339,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		for ns := range r.Namespaces[t] {
 			nss = append(nss, ns)
 		}
-		sort.Strings(nss)
+		sort.Slice(nss, func(i, j int) bool { return r.label(nss[i]) < r.label(nss[j]) })
 		if len(nss) > 1 {
 			for _, ns := range nss {
-				row(tw, t, ns, r.Namespaces[t][ns])
+				row(tw, t, r.label(ns), r.Namespaces[t][ns])
 			}
 		}
 		row(tw, t, "all", r.Tables[t])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.NamespaceNamesError != "" {
+		fmt.Fprintf(w, "\nnamespace names not read: %s\n", r.NamespaceNamesError)
 	}
 	if err := r.writeBadRows(w); err != nil {
 		return err

@@ -128,6 +128,15 @@ type Rules struct {
 	// Namespaces limits a pass to queues (and orphans) of these
 	// namespaces. Default: all.
 	Namespaces []wire.NamespaceID `json:"namespaces,omitempty"`
+	// NamespaceNames adds namespaces by name: Begin resolves them through
+	// Temporal's namespaces table (store.NamespaceLister) at the start of
+	// each pass and adds their ids to Namespaces, so that checkpoints'
+	// settings digests and pass descriptions carry ids only. A name
+	// matches exactly: a deleted namespace, renamed by Temporal to
+	// "<name>-deleted-…", is not found by its old name. Run refuses a
+	// config whose names were not resolved (ErrUnresolvedNamespaces):
+	// left out, they would widen the pass to every namespace.
+	NamespaceNames []string `json:"namespace_names,omitempty"`
 	// ProtectedPrefixes lists queue-name prefixes never deleted. nil
 	// means Temporal's list (TemporalProtectedPrefix); an empty non-nil
 	// slice protects nothing.
@@ -402,6 +411,11 @@ func (c Config) Validate() error {
 	case "", OrphansExpired, OrphansAll, OrphansNone:
 	default:
 		return fmt.Errorf("unknown orphan policy %q: use expired, all or none", c.Orphans)
+	}
+	for _, n := range c.NamespaceNames {
+		if n == "" {
+			return errors.New("namespace name is empty")
+		}
 	}
 	if c.QueueGlob != "" {
 		if _, err := path.Match(c.QueueGlob, ""); err != nil {

@@ -45,8 +45,9 @@ type SetupStep string
 
 // The steps of Begin, in order.
 const (
-	StepLock   SetupStep = "lock"
-	StepSchema SetupStep = "schema check"
+	StepLock       SetupStep = "lock"
+	StepSchema     SetupStep = "schema check"
+	StepNamespaces SetupStep = "namespace names"
 )
 
 // SetupError is Begin's error: the step that failed and its error, which
@@ -78,7 +79,10 @@ type Pass struct {
 //     waits for a real pass nor keeps one out;
 //  2. the schema check, under the lock, so a database that cannot be
 //     scavenged is refused before any statement of the pass;
-//  3. the defaults: a nil cfg.Tables becomes the tables the check found
+//  3. cfg.NamespaceNames resolved into ids through the namespaces table
+//     (ResolveNamespaces; db must then be a store.NamespaceLister, as
+//     *sqlstore.DB is), once per pass;
+//  4. the defaults: a nil cfg.Tables becomes the tables the check found
 //     usable (unless opts.TablesAtRun), cfg.Lock the lock just taken (none
 //     for a dry run), so the pass checks it as it goes and fails if it is
 //     lost, and the
@@ -108,6 +112,10 @@ func Begin(ctx context.Context, db PassDB, cfg Config, opts PassOptions) (*Pass,
 	if err != nil {
 		lock.Unlock()
 		return nil, &SetupError{Step: StepSchema, Err: err}
+	}
+	if cfg.Rules, err = ResolveNamespaces(ctx, db, cfg.Rules); err != nil {
+		lock.Unlock()
+		return nil, &SetupError{Step: StepNamespaces, Err: err}
 	}
 	if cfg.Tables == nil && !opts.TablesAtRun {
 		cfg.Tables = info.Tables

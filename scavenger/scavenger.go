@@ -159,6 +159,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	if err := s.cfg.Validate(); err != nil {
 		return Stats{Outcome: Failed}, err
 	}
+	if len(s.cfg.NamespaceNames) > 0 {
+		return Stats{Outcome: Failed}, ErrUnresolvedNamespaces
+	}
 	// caller is the caller's context: only its end, or Shutdown, makes a
 	// pass Interrupted. ctx also ends when the pass is stopped from within
 	// (a lost lock, a shutdown timeout), with a cause that says why.

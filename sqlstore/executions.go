@@ -252,7 +252,7 @@ func (s *DB) Namespaces(ctx context.Context) ([]store.NamespaceRow, error) {
 	defer cancel()
 	rows, err := s.query(ctx, "SELECT id, name, data, data_encoding, is_global FROM namespaces ORDER BY partition_id, id", nil)
 	if err != nil {
-		return nil, s.historyErr(ctx, "namespaces", err)
+		return nil, s.namespacesError(ctx, err)
 	}
 	defer rows.Close()
 	var out []store.NamespaceRow

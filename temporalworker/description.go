@@ -141,6 +141,9 @@ func (d PassDescription) Config(i int) (scavenger.Config, error) {
 		return c, err
 	}
 	c.Mode = mode
+	if len(c.NamespaceNames) > 0 {
+		return c, fmt.Errorf("namespace names %q: a pass description carries namespace ids only (tqscavenger schedule resolves names when it writes one)", c.NamespaceNames)
+	}
 	c.Rules.Namespaces = nil
 	for _, s := range d.Namespaces {
 		id, err := wire.ParseNamespaceID(s)
@@ -232,7 +235,9 @@ func (t *Totals) Add(o Totals) {
 
 // Describe returns the description of a pass of c (its scavenger
 // settings; the clock only if pinned: now) over n partitions of the
-// database id. Settings a description does not carry (retry budgets,
+// database id. c's namespace names must be resolved first
+// (scavenger.ResolveNamespaces): a description carries ids, so that every
+// worker's passes scavenge the same namespaces. Settings a description does not carry (retry budgets,
 // statement timeouts) are the worker's own.
 func Describe(c scavenger.Config, now time.Time, n int, id string) PassDescription {
 	d := PassDescription{

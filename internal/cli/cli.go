@@ -394,7 +394,8 @@ func exitStatus(err error) int {
 		errors.Is(err, sqlstore.ErrBadDSN),
 		errors.Is(err, sqlstore.ErrRefused),
 		errors.Is(err, sqlstore.ErrTLS),
-		errors.Is(err, store.ErrSchema):
+		errors.Is(err, store.ErrSchema),
+		errors.Is(err, scavenger.ErrUnknownNamespace), errors.Is(err, store.ErrNoNamespaceTable):
 		return ExitUsage
 	case errors.Is(err, store.ErrLocked):
 		return ExitLocked

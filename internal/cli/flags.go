@@ -359,7 +359,7 @@ var valueNames = map[string]string{
 	"db": "DSN", "config": "FILE", "temporal-config": "FILE", "stats-json": "FILE", "result": "FILE",
 	"tls-ca-file": "FILE", "tls-cert-file": "FILE", "tls-key-file": "FILE", "binary": "FILE", "dir": "DIR",
 	"tls-ca-data": "BASE64", "tls-cert-data": "BASE64", "tls-key-data": "BASE64", "tls-server-name": "NAME",
-	"now": "TIME", "queue": "GLOB", "protect": "PREFIX", "namespace": "UUID", "listen": "ADDR",
+	"now": "TIME", "queue": "GLOB", "protect": "PREFIX", "namespace": "NAME|UUID", "listen": "ADDR",
 	"cron": "EXPR", "jitter": "DURATION|PCT", "endpoint": "HOST", "user": "NAME", "database": "NAME",
 	"connect-attributes": "K=V&...", "temporal-store": "NAME", "plugin": "PLUGIN", "name-prefix": "PREFIX",
 	"partition": "I/N", "checkpoint": "FILE", "setups": "PxW,...",

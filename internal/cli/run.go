@@ -21,7 +21,6 @@ import (
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
-	"github.com/tqscavenger/tqscavenger/wire"
 )
 
 // scavengeFlags are the flags that make a scavenger.Config, shared by run
@@ -70,7 +69,7 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	durationVar(s, &f.grace, "grace", 0, "idle time before an empty queue may be deleted "+byMode(defaults.Grace, temporalConfig.Grace))
 	s.BoolVar(&f.unsafe, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+": only for a copy of a database no Temporal server uses (matching rewrites the row of a queue it holds only every 12h)")
 	s.StringVar(&f.tables, "tables", "", "table versions to scavenge: v1, v2 or all (default all present; v1 with --compat=temporal)")
-	s.Var(&f.namespaces, "namespace", "limit the pass to this namespace id (UUID), repeatable")
+	s.Var(&f.namespaces, "namespace", "limit the pass to this namespace, by name (read from Temporal's namespaces table at the start of each pass) or id (UUID), repeatable")
 	s.StringVar(&f.queueGlob, "queue", "", "limit the pass to queues whose name matches this glob (skips the orphan scan)")
 	s.StringVar(&f.partition, "partition", "", "scavenge only part I of N of the range_hash space, as I/N (0/4 is the first of 4): disjoint parts run at once, overlapping ones exclude each other (default the whole space)")
 	s.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
@@ -216,12 +215,8 @@ func (f *scavengeFlags) scope(c *scavenger.Config) error {
 	default:
 		return usagef("--tables %q: use v1, v2 or all", f.tables)
 	}
-	for _, ns := range f.namespaces.vals {
-		id, err := wire.ParseNamespaceID(ns)
-		if err != nil {
-			return usagef("--namespace: %v", err)
-		}
-		c.Namespaces = append(c.Namespaces, id)
+	if err := namespaceScope(c, f.namespaces.vals); err != nil {
+		return err
 	}
 	c.QueueGlob = f.queueGlob
 	return nil

@@ -97,19 +97,32 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 			merge := sub == "update" && !replace
 			connSet := false
 			g.Conn.VisitAll(func(f *pflag.Flag) { connSet = connSet || inv.origins[f.Name].layer != fromDefault })
-			if identity == "" && (!merge || connSet) {
+			// A pass description carries namespace ids: names are read
+			// from the database now.
+			needID := identity == "" && (!merge || connSet)
+			if needID || len(cfg.NamespaceNames) > 0 {
 				log, err := lf.logger(inv.stderr)
 				if err != nil {
 					return err
 				}
 				db, _, err := cf.openChecked(ctx, inv, sf.storeOptions(), func(w string) { log.Warn(w) })
 				if err != nil {
+					if !needID {
+						return fmt.Errorf("%w (a schedule's --namespace names are read from the database; or give the namespaces' ids, UUIDs)", err)
+					}
 					return fmt.Errorf("%w (or give --database-identity)", err)
 				}
-				identity, err = db.Identity(ctx)
+				if needID {
+					if identity, err = db.Identity(ctx); err != nil {
+						err = fmt.Errorf("database identity: %w", err)
+					}
+				}
+				if err == nil {
+					err = resolveNamespaces(ctx, db, &cfg)
+				}
 				db.Close()
 				if err != nil {
-					return fmt.Errorf("database identity: %w", err)
+					return err
 				}
 			}
 			spec.TaskQueue = tf.taskQueue

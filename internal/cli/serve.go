@@ -182,6 +182,9 @@ func serveCmd(ctx context.Context, e *env, ss *serveSettings) error {
 		return err
 	}
 	defer db.Close()
+	if err := checkNamespaceNames(ctx, db, cfg); err != nil {
+		return err
+	}
 	d, err := daemon.New(daemon.Config{
 		DB:              db,
 		Scavenger:       cfg,

@@ -22,7 +22,7 @@ import (
 )
 
 // temporalFlags are the Temporal client's flags, prefixed --temporal- so
-// that they stay apart from --namespace (the namespace ids a pass is
+// that they stay apart from --namespace (the namespaces a pass is
 // limited to) and from the database's --tls-* flags. Besides
 // TQSCAVENGER_*, each is read from the temporal CLI's variables
 // (temporalEnv).

@@ -1,0 +1,86 @@
+package scavenger
+
+// Namespaces by name: Temporal's operators know a namespace by its name,
+// task_queue_ids carry its id. ResolveNamespaces turns Rules.NamespaceNames
+// into ids through the namespaces table, once per pass (Begin), so that a
+// namespace deleted and registered again under its name is found by its
+// new id at the next pass.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tqscavenger/tqscavenger/store"
+	"github.com/tqscavenger/tqscavenger/wire"
+)
+
+// ErrUnknownNamespace is wrapped by ResolveNamespaces' error when a name
+// is not in the namespaces table: bad input, which hosts report as such
+// (the command exits 2).
+var ErrUnknownNamespace = errors.New("unknown namespace")
+
+// ErrUnresolvedNamespaces is Run's error for a config whose
+// NamespaceNames were not resolved: a Scavenger made by New must be given
+// ids (or its config passed through ResolveNamespaces first).
+var ErrUnresolvedNamespaces = errors.New("namespace names not resolved to ids (set the pass up with Begin, or resolve them with ResolveNamespaces)")
+
+// ResolveNamespaces returns r with its NamespaceNames looked up in the
+// namespaces table of db and their ids added to Namespaces (each id once,
+// in the order given), NamespaceNames emptied. Rules without names are
+// returned as they are, without reading anything. db must implement
+// store.NamespaceLister. A name not in the table is an error wrapping
+// ErrUnknownNamespace that lists the names present.
+func ResolveNamespaces(ctx context.Context, db any, r Rules) (Rules, error) {
+	if len(r.NamespaceNames) == 0 {
+		return r, nil
+	}
+	l, ok := db.(store.NamespaceLister)
+	if !ok {
+		return r, fmt.Errorf("namespace %q: this store cannot read namespace names: give the namespace's id (UUID)", r.NamespaceNames[0])
+	}
+	all, err := l.Namespaces(ctx)
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNoNamespaceTable):
+			return r, fmt.Errorf("namespace %q: %w: give the namespace's id (UUID)", r.NamespaceNames[0], err)
+		case errors.Is(err, store.ErrNoPrivilege):
+			return r, fmt.Errorf("namespace %q: %w (grant SELECT on the namespaces table, see docs/privileges.md, or give the namespace's id, a UUID)", r.NamespaceNames[0], err)
+		}
+		return r, fmt.Errorf("namespace %q: %w", r.NamespaceNames[0], err)
+	}
+	byName := make(map[string]wire.NamespaceID, len(all))
+	for _, ns := range all {
+		byName[ns.Name] = wire.NamespaceID(ns.ID)
+	}
+	out := r
+	out.Namespaces = slices.Clone(r.Namespaces)
+	out.NamespaceNames = nil
+	for _, name := range r.NamespaceNames {
+		id, ok := byName[name]
+		if !ok {
+			return r, unknownNamespace(name, all)
+		}
+		if !slices.Contains(out.Namespaces, id) {
+			out.Namespaces = append(out.Namespaces, id)
+		}
+	}
+	return out, nil
+}
+
+// unknownNamespace is the error for a name not among all, listing the
+// names present (a deleted namespace's renamed row among them).
+func unknownNamespace(name string, all []store.NamespaceRow) error {
+	names := make([]string, len(all))
+	for i, ns := range all {
+		names[i] = ns.Name
+	}
+	slices.Sort(names)
+	has := strings.Join(names, ", ")
+	if has == "" {
+		has = "none"
+	}
+	return fmt.Errorf("%w %q: the namespaces table has no such name (it has: %s)", ErrUnknownNamespace, name, has)
+}
