@@ -57,28 +57,44 @@ func checksumState(cp *Checkpoint) string {
 	return "verified"
 }
 
-// checkPositions refuses (ErrCheckpointMismatch) a resumed position that
-// lies past the last row of its walk's table: a position is the key of a
-// row the pass finished, so a row at or after it is in the table unless
-// the table changed since (restored from a backup, its last rows deleted
-// by another pass) or the position was not written by a pass. Resuming
-// from it would examine nothing of the walk while the rows before it were
-// perhaps never examined. A walk's mark is done once its last row is
-// finished (walkMark.advance), so a pass that deletes its table's last
-// row leaves a done walk, not a position past the end.
-func (p *pass) checkPositions(ctx context.Context, tables []store.Table) error {
-	if p.cfg.Resume == nil {
+// FitsTables reports why the pass may not resume from cp's positions in
+// the tables of st (an error wrapping ErrCheckpointMismatch), or nil: a
+// row of each position's table lies at or after it (see checkPositions).
+// Run asks it of Config.Resume before any work; a host that would rather
+// start afresh than be refused (a worker's retried partition) asks it,
+// with Fits, before it sets the pass up. An error not wrapping
+// ErrCheckpointMismatch is the store's: the positions were not checked.
+func (cp *Checkpoint) FitsTables(ctx context.Context, st store.Store) error {
+	tables, err := st.Tables(ctx)
+	if err != nil {
+		return fmt.Errorf("find task tables: %w", err)
+	}
+	return checkPositions(ctx, st, cp, tables, func(_ string, f func() error) error { return f() })
+}
+
+// checkPositions refuses (ErrCheckpointMismatch) a position of cp in one
+// of tables that lies past the last row of its walk's table: a position
+// is the key of a row the pass finished, so a row at or after it is in
+// the table unless the table changed since (restored from a backup, its
+// last rows deleted by another pass) or the position was not written by
+// a pass. Resuming from it would examine nothing of the walk while the
+// rows before it were perhaps never examined. A walk's mark is done once
+// its last row is finished (walkMark.advance), so a pass that deletes its
+// table's last row leaves a done walk, not a position past the end. retry
+// runs each check (the pass's retries, or none).
+func checkPositions(ctx context.Context, st store.Store, cp *Checkpoint, tables []store.Table, retry func(op string, f func() error) error) error {
+	if cp == nil {
 		return nil
 	}
 	for _, t := range tables {
 		for _, w := range []Walk{WalkQueues, WalkOrphans} {
-			pos := p.cfg.Resume.position(w, t)
+			pos := cp.position(w, t)
 			if pos.Done || pos.After == nil {
 				continue
 			}
 			var past bool
-			err := p.retry(ctx, "check the checkpoint's positions", func() (err error) {
-				past, err = p.pastLastRow(ctx, w, t, *pos.After)
+			err := retry("check the checkpoint's positions", func() (err error) {
+				past, err = pastLastRow(ctx, st, w, t, *pos.After)
 				return err
 			})
 			if err != nil {
@@ -98,20 +114,20 @@ func (p *pass) checkPositions(ctx context.Context, tables []store.Table) error {
 
 // pastLastRow reports whether no row of walk w's table of t lies at or
 // after k: none after it, and none at it.
-func (p *pass) pastLastRow(ctx context.Context, w Walk, t store.Table, k store.QueueKey) (bool, error) {
+func pastLastRow(ctx context.Context, st store.Store, w Walk, t store.Table, k store.QueueKey) (bool, error) {
 	if w == WalkOrphans {
-		refs, err := p.st.ListTaskQueueIDs(ctx, t, &k, 1)
+		refs, err := st.ListTaskQueueIDs(ctx, t, &k, 1)
 		if err != nil || len(refs) > 0 {
 			return false, err
 		}
-		tasks, err := p.st.ReadTasks(ctx, t, k, nil, 1)
+		tasks, err := st.ReadTasks(ctx, t, k, nil, 1)
 		return len(tasks) == 0, err
 	}
-	rows, err := p.st.ListQueues(ctx, t, &k, 1)
+	rows, err := st.ListQueues(ctx, t, &k, 1)
 	if err != nil || len(rows) > 0 {
 		return false, err
 	}
-	_, err = p.st.GetQueue(ctx, t, k)
+	_, err = st.GetQueue(ctx, t, k)
 	if errors.Is(err, store.ErrNotFound) {
 		return true, nil
 	}

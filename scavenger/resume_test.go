@@ -151,6 +151,12 @@ func TestCheckpointPositionsChecked(t *testing.T) {
 			cp := scavenger.Checkpoint{Version: scavenger.CheckpointVersion, Partition: c.part.String(), Settings: scavenger.SettingsDigest(cfg), Database: id, Walks: c.walks}
 			cp.Checksum = cp.Sum()
 			cfg.Resume = &cp
+			// FitsTables, what a host asks before it sets a pass up,
+			// says what Run will of the positions in the tables.
+			ferr := cp.FitsTables(ctx, db)
+			if past := strings.Contains(c.refuse, "past the last row"); past != errors.Is(ferr, scavenger.ErrCheckpointMismatch) || (past && !strings.Contains(ferr.Error(), c.refuse)) || (!past && ferr != nil) {
+				t.Errorf("%s: FitsTables: %v", c.name, ferr)
+			}
 			st, err := scavenger.New(db, cfg).Run(ctx)
 			switch {
 			case c.refuse == "" && err != nil:
