@@ -56,7 +56,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $_ := set $m "listen" (printf ":%v" .Values.serve.service.port) }}
 {{- else if eq .Values.mode "run" }}
 {{- $m = deepCopy (default dict .Values.run.settings) }}
-{{- $_ := set $m "checkpoint" "/var/lib/tqscavenger/checkpoint.json" }}
 {{- else }}
 {{- $m = deepCopy (default dict .Values.worker.settings) }}
 {{- end }}
@@ -215,7 +214,8 @@ annotations:
 name: tqscavenger
 image: {{ include "tqscavenger.image" . }}
 imagePullPolicy: {{ .Values.image.pullPolicy }}
-args: [{{ .Values.mode | quote }}, "--config", "/etc/tqscavenger/settings/tqscavenger.yaml"]
+args: [{{ .Values.mode | quote }}, "--config", "/etc/tqscavenger/settings/tqscavenger.yaml"
+  {{- if eq .Values.mode "run" }}, "--checkpoint", "/var/lib/tqscavenger/checkpoint.json"{{ end }}]
 env:
   {{- include "tqscavenger.dbEnv" . | trim | nindent 2 }}
   {{- if eq .Values.mode "worker" }}
