@@ -15,6 +15,8 @@ type batcher struct {
 	ceil      int64
 	slow      time.Duration
 	fastCount atomic.Int64
+	// limit, if positive, caps size: the gentle pace's lever (yield.go).
+	limit atomic.Int64
 }
 
 func newBatcher(ceil int, slow time.Duration) *batcher {
@@ -23,7 +25,16 @@ func newBatcher(ceil int, slow time.Duration) *batcher {
 	return b
 }
 
-func (b *batcher) size() int { return int(b.cur.Load()) }
+func (b *batcher) size() int {
+	n := b.cur.Load()
+	if l := b.limit.Load(); l > 0 {
+		n = min(n, max(l, b.floor))
+	}
+	return int(n)
+}
+
+// setCap caps size at n (0: no cap).
+func (b *batcher) setCap(n int) { b.limit.Store(int64(n)) }
 
 // observe adjusts the size after a statement that took d.
 func (b *batcher) observe(d time.Duration, timedOut bool) {

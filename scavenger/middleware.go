@@ -28,19 +28,20 @@ import (
 // This is the one place where they are composed. Every wrapper spells out
 // every method of store.Store, so a method added to the contract fails to
 // compile until each has decided what to do with it.
-func (s *Scavenger) stack(refused *atomic.Int64) store.Store {
+func (s *Scavenger) stack(refused *atomic.Int64, batch *batcher) (store.Store, *yielder) {
+	pace, y := yieldMiddleware(s.cfg, s.tune, s.closing, batch, s.st, s.onYielder)
 	mw := []store.Middleware{
 		func(next store.Store) store.Store {
 			return &gateStore{next: next, closing: s.closing, refused: refused}
 		},
 		limit(s.tune, s.closing),
-		yieldMiddleware(s.cfg, s.tune, s.closing, s.onYielder),
+		pace,
 	}
 	mw = append(mw, s.cfg.Middleware...)
 	if s.cfg.DryRun {
 		mw = append(mw, func(next store.Store) store.Store { return &dryRunStore{next: next} })
 	}
-	return store.Chain(s.st, mw...)
+	return store.Chain(s.st, mw...), y
 }
 
 // gateStore refuses every call once closing is closed, with ErrShutdown,

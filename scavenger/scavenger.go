@@ -197,7 +197,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	defer ex.Stop()
 
 	p := &pass{cfg: s.cfg, book: s.book, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
-	p.st = s.stack(&p.refused)
+	p.st, p.pacer = s.stack(&p.refused, p.batch)
 	p.raw = s.st
 	p.rng = s.cfg.Partition.Range()
 	p.spread, p.pipeline = s.commitPattern()
@@ -220,7 +220,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	if s.cfg.Lock != nil {
 		stopWatch = watchLock(ctx, s.cfg, hard)
 	}
+	stopProbe := startProbe(ctx, s.st, p.pacer, s.Config(), s.closing)
 	err := p.run(ctx)
+	stopProbe()
 	if err == nil || errors.Is(err, ErrShutdown) {
 		// After a shutdown too: the jobs' statements in flight may finish
 		// (their next ones are refused) until Shutdown's context ends.
@@ -393,6 +395,8 @@ type pass struct {
 	spread, pipeline int
 	c                *counters
 	ex               *executor.Executor
+	// pacer is the pace's controller (yield.go).
+	pacer *yielder
 	// present lists the task tables that exist, whether or not this pass
 	// scavenges them.
 	present []store.Table

@@ -11,46 +11,79 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// The controller of PaceGentle (Config.Mode): the pass watches its own
-// statements' latency and backs off when the database gets slower, so
+// The controller of PaceGentle (Config.Mode): the pass watches what its
+// statements do to the database and backs off when it gets slower, so
 // that a cluster under load keeps its latency while the pass takes longer.
 // Under PaceFull it passes every call straight on (it still counts the
 // statements running, so that a pace changed mid-pass by Scavenger.Tune
 // starts from the truth).
 //
-// # Baseline
+// # Signals
 //
-// Latency is kept per kind of statement: the store method and the size
-// of its result (rows read or deleted, in powers of two), since a delete
-// of 1,000 rows is not slow for taking longer than one of 16. A kind's
-// baseline is the median of its first yieldSamples statements, taken while
-// the pass runs at its slowest (one statement at a time: see below), and
-// is refreshed by every later window of yieldSamples statements that is
-// quiet (median at most YieldFactor × baseline): it moves at once to a
-// lower median, and an eighth of the way to a higher one, so that it
-// follows a database that gets quieter at once and one whose work grows
-// (a table warming up) slowly, but never up to a load that only creeps.
+//   - The pass's own statements, per kind: the store method and the size
+//     of its result (rows read or deleted, in powers of two), since a
+//     delete of 1,000 rows is not slow for taking longer than one of 16.
+//     A write's latency is its commit's too (each commits on its own at
+//     this pace), so this is the pass's commit latency.
+//   - A probe (probe.go), where the store has one (PostgreSQL, MySQL): a
+//     connection of its own, outside the pool, reading in matching's
+//     shapes, tens of times a second: what the cluster's reads feel.
 //
-// # Backing off (AIMD)
+// A kind's baseline is the median of a window of yieldSamples statements
+// taken with the pass at its least: first at the slow start (one
+// statement at a time), then in a re-measure every rebaseEvery, where the
+// pass lets its statements drain, pauses rebasePause (the probe's samples
+// in that pause are its baseline: the database without the pass at all)
+// and runs rebaseStatements statements one at a time, whose medians
+// replace their kinds' baselines. Between re-measures a quiet window
+// (median at most YieldFactor × baseline) moves the baseline at once to a
+// lower median and an eighth of the way to a higher one.
+//
+// # Backing off (AIMD), within a floor
 //
 // The pass runs at most `allowed` statements at once (between 1 and
 // Config.Workers) and, after each, pauses for its latency × (1/share − 1)
 // before the next takes the slot: share is the fraction of time a slot
-// spends in the database (1/16 to 1: a pass under load for good runs at
-// least a sixteenth of its pace). A window whose median exceeds
-// YieldFactor × its kind's baseline halves both (multiplicative
-// decrease); a quiet window raises share by 1/8 and, once share is 1,
-// allowed by one (additive increase). The pass starts at one statement at
-// a time and share 1 (a slow start) so that the baseline is taken with
-// the pass's own load at its least.
+// spends in the database. A window whose median exceeds YieldFactor × its
+// kind's baseline halves allowed, share and the batch size's cap
+// (multiplicative decrease: smaller statements are shorter bursts); a
+// quiet window raises share by 1/8, then allowed by one, then the batch
+// cap by an eighth of Config.TaskBatchSize (additive increase).
+//
+// The floor keeps a gentle pass moving whatever the signals say: at least
+// one statement in flight, share at least yieldMinShare, no pause longer
+// than yieldMaxPause, batches of at least yieldMinBatch rows. A pass at
+// the floor that still sees harm logs that it cannot be gentler
+// (Stats.PaceFloorHits counts it): on one statement at a time a gentle
+// pass takes at most 1/yieldMinShare = 8 times as long as it would one
+// statement at a time without pauses.
+//
+// # SQLite: a duty cycle
+//
+// A store whose write takes a lock on the whole database
+// (store.WholeDatabaseWriter: SQLite) has no probe — a read there in a
+// rollback journal takes a SHARED lock that blocks commits, and
+// Temporal's SQLite plugin begins deferred transactions that fail at once
+// on a held lock — and it runs one statement at a time with its share
+// capped at yieldSQLiteDuty: the pass holds the database (its one
+// connection) at most that share of the time, leaving the writer lock
+// free the rest.
 //
 // It only ever adds waits, inside the rate limits (it is the middleware
-// under them): it slows a pass below the limits, never above them. Batch
-// sizes are left to the batcher, which halves them on statements slower
-// than Config.SlowStatement.
+// under them): it slows a pass below the limits, never above them.
 const (
-	yieldSamples  = 8
-	yieldMinShare = 1.0 / 16
+	yieldSamples = 8
+	// The floor.
+	yieldMinShare = 1.0 / 8
+	yieldMaxPause = time.Second
+	yieldMinBatch = 64
+	// yieldSQLiteDuty is the most of the time a gentle pass holds a
+	// SQLite database.
+	yieldSQLiteDuty = 0.25
+	// The re-measure of the baselines.
+	rebaseEvery      = 30 * time.Second
+	rebasePause      = 250 * time.Millisecond
+	rebaseStatements = 2 * yieldSamples
 	// yieldLogEvery bounds the log lines of backing off.
 	yieldLogEvery = 10 * time.Second
 )
@@ -62,25 +95,42 @@ type yielder struct {
 	workers int
 	log     *slog.Logger
 	now     func() time.Time
-	stop    <-chan struct{}
+	// sleep waits d, or until ctx ends or stop closes (tests inject one).
+	sleep func(ctx context.Context, d time.Duration)
+	stop  <-chan struct{}
+	// batch, if set, is the pass's batcher, whose cap the controller sets.
+	batch     *batcher
+	batchCeil int
+	// maxShare is 1, or yieldSQLiteDuty on a whole-database writer.
+	maxShare float64
 
 	mu   sync.Mutex
-	slot sync.Cond // a slot freed, allowed grew, or stop
+	slot sync.Cond // a slot freed, allowed grew, the pace changed, or stop
 	// full is the pace PaceFull: no cap, no pause, no adjustment.
-	full    bool
-	running int
-	allowed int
-	share   float64
-	kinds   map[yieldKind]*yieldWindow
-	// onWait, if set (a test's), is called, under mu, when a statement
-	// starts waiting for a slot.
-	onWait func()
-
-	// Counters, for logs and tests.
-	decreases, increases int
-	minAllowed           int
-	minShare             float64
-	lastLog              time.Time
+	full     bool
+	running  int
+	allowed  int
+	share    float64
+	batchCap int
+	kinds    map[yieldKind]*yieldWindow
+	// The re-measure: rebasing from its start until rebaseStatements
+	// quiet statements were observed; idle while the pass pauses in it.
+	rebasing, idle   bool
+	paused           bool // the re-measure's pause is over
+	lastRebase       time.Time
+	quietLeft        int
+	saved            [2]float64 // allowed and share before the re-measure
+	probeIdle        []time.Duration
+	probe            yieldWindow
+	lastSignal       string  // what the last window measured
+	lastRatio        float64 // its median ÷ baseline
+	floorHits        int64
+	onWait           func() // a test's: called, under mu, when a statement starts waiting
+	decreases        int
+	increases        int
+	minAllowed       int
+	minShare         float64
+	lastLog, lastHit time.Time
 }
 
 // yieldKind is a kind of statement: the method and the bit length of its
@@ -95,16 +145,28 @@ type yieldKind struct {
 type yieldWindow struct {
 	baseline time.Duration // 0 until the first window
 	window   []time.Duration
+	quiet    []time.Duration // samples of the re-measure under way
 }
 
 func newYielder(cfg Config, stop <-chan struct{}) *yielder {
 	y := &yielder{
-		factor: cfg.YieldFactor, workers: max(1, cfg.Workers), log: cfg.Logger, now: time.Now, stop: stop,
-		allowed: 1, share: 1, kinds: map[yieldKind]*yieldWindow{}, minAllowed: 1, minShare: 1,
-		full: cfg.Mode == PaceFull,
+		factor: cfg.YieldFactor, workers: max(1, cfg.Workers), log: cfg.Logger, now: time.Now, sleep: sleepCtx, stop: stop,
+		allowed: 1, share: 1, kinds: map[yieldKind]*yieldWindow{}, minAllowed: 1, minShare: 1, maxShare: 1,
+		full: cfg.Mode == PaceFull, batchCeil: max(1, cfg.TaskBatchSize), batchCap: max(1, cfg.TaskBatchSize),
 	}
+	y.lastRebase = y.now()
 	y.slot.L = &y.mu
 	return y
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // setFull sets the pace, and wakes the statements waiting for a slot so
@@ -117,10 +179,17 @@ func (y *yielder) setFull(full bool) {
 }
 
 // yieldMiddleware returns the middleware of the pace's controller, told of
-// each new pace tune takes. seen, if not nil, receives the pass's yielder
-// (a test's hook, Scavenger.onYielder, to read its counters).
-func yieldMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, seen func(*yielder)) store.Middleware {
+// each new pace tune takes. batch is the pass's batcher (nil: none); st
+// the store, for whether it is a whole-database writer. seen, if not nil,
+// receives the pass's yielder (a test's hook, Scavenger.onYielder).
+func yieldMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, batch *batcher, st store.Store, seen func(*yielder)) (store.Middleware, *yielder) {
 	y := newYielder(cfg, stop)
+	y.batch = batch
+	if w, ok := st.(store.WholeDatabaseWriter); ok && w.WritesLockDatabase() {
+		// One statement at a time, so that the share is the database's:
+		// four slots each in it a quarter of the time would keep it busy.
+		y.maxShare, y.share, y.workers = yieldSQLiteDuty, yieldSQLiteDuty, 1
+	}
 	// The pass's own yielder replaces the last pass's: one pass runs at
 	// a time.
 	tune.watchMode(func() { y.setFull(tune.pace() == PaceFull) })
@@ -128,16 +197,20 @@ func yieldMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, seen func
 	if seen != nil {
 		seen(y)
 	}
-	return func(next store.Store) store.Store { return &yieldStore{next: next, y: y} }
+	return func(next store.Store) store.Store { return &yieldStore{next: next, y: y} }, y
 }
 
-// acquire waits for a slot: fewer than allowed statements running.
-func (y *yielder) acquire(ctx context.Context) error {
+// acquire waits for a slot: fewer than allowed statements running. It
+// reports whether the statement is one of a re-measure's quiet ones.
+func (y *yielder) acquire(ctx context.Context) (quiet bool, err error) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	if y.full || y.running < y.allowed {
+	if !y.full && !y.rebasing && y.now().Sub(y.lastRebase) >= rebaseEvery {
+		y.startRebase()
+	}
+	if y.full || (!y.rebasing && y.running < y.allowed) {
 		y.running++
-		return nil
+		return false, nil
 	}
 	broadcast := func() {
 		y.mu.Lock()
@@ -161,31 +234,104 @@ func (y *yielder) acquire(ctx context.Context) error {
 	if y.onWait != nil {
 		y.onWait()
 	}
-	for !y.full && y.running >= y.allowed {
+	for {
 		if err := ctx.Err(); err != nil {
-			return err
+			return false, err
 		}
 		select {
 		case <-y.stop:
-			return ErrShutdown
+			return false, ErrShutdown
 		default:
+		}
+		switch {
+		case y.full:
+			y.running++
+			return false, nil
+		case y.rebasing && y.running == 0 && !y.idle:
+			return y.quietSlot(ctx)
+		case !y.rebasing && y.running < y.allowed:
+			y.running++
+			return false, nil
 		}
 		y.slot.Wait()
 	}
-	y.running++
-	return nil
 }
 
-// release frees the slot after the pause the share asks for.
-func (y *yielder) release(ctx context.Context, d time.Duration) {
+// startRebase begins a re-measure: the statements running drain, the pass
+// pauses, then runs quiet statements one at a time (under mu).
+func (y *yielder) startRebase() {
+	y.rebasing, y.paused, y.quietLeft = true, false, rebaseStatements
+	y.saved = [2]float64{float64(y.allowed), y.share}
+	y.lastRebase = y.now()
+	for _, w := range y.kinds {
+		w.quiet = w.quiet[:0]
+	}
+	y.probeIdle = y.probeIdle[:0]
+}
+
+// quietSlot takes the one slot of a re-measure, after its pause if it is
+// the first (under mu, which it releases while it pauses).
+func (y *yielder) quietSlot(ctx context.Context) (bool, error) {
+	y.running++
+	if !y.paused {
+		y.paused, y.idle = true, true
+		y.mu.Unlock()
+		y.sleep(ctx, rebasePause)
+		y.mu.Lock()
+		y.idle = false
+		y.setProbeBaseline()
+	}
+	return true, nil
+}
+
+// setProbeBaseline makes the median of the probe's samples in the pause,
+// if any, its baseline (under mu).
+func (y *yielder) setProbeBaseline() {
+	if len(y.probeIdle) == 0 {
+		return
+	}
+	slices.Sort(y.probeIdle)
+	y.probe.baseline = y.probeIdle[len(y.probeIdle)/2]
+	y.probe.window = y.probe.window[:0]
+}
+
+// endRebase ends a re-measure: each kind with quiet samples takes their
+// median as its baseline, and the pace is what it was (under mu).
+func (y *yielder) endRebase() {
+	for _, w := range y.kinds {
+		if len(w.quiet) >= 3 {
+			slices.Sort(w.quiet)
+			w.baseline = w.quiet[len(w.quiet)/2]
+			w.window = w.window[:0]
+		}
+		w.quiet = w.quiet[:0]
+	}
+	y.rebasing = false
+	y.probeIdle = y.probeIdle[:0]
+	y.allowed = max(1, int(y.saved[0]))
+	y.share = y.saved[1]
+	y.lastRebase = y.now()
+	y.slot.Broadcast()
+}
+
+// pauseFor is the pause after a statement of d at share: within the floor.
+func pauseFor(d time.Duration, share float64) time.Duration {
+	if share >= 1 || d <= 0 {
+		return 0
+	}
+	return min(time.Duration(float64(d)*(1/share-1)), yieldMaxPause)
+}
+
+// release frees the slot after the pause the share asks for. A quiet
+// statement of a re-measure does not pause.
+func (y *yielder) release(ctx context.Context, d time.Duration, quiet bool) {
 	y.mu.Lock()
 	share := y.share
-	if y.full {
+	if y.full || quiet {
 		share = 1
 	}
 	y.mu.Unlock()
-	if share < 1 {
-		pause := time.Duration(float64(d) * (1/share - 1))
+	if pause := pauseFor(d, share); pause > 0 {
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
@@ -196,13 +342,14 @@ func (y *yielder) release(ctx context.Context, d time.Duration) {
 	}
 	y.mu.Lock()
 	y.running--
-	y.slot.Signal()
+	y.slot.Broadcast()
 	y.mu.Unlock()
 }
 
 // observe records a statement of method that returned rows in d, and
-// adjusts the pace at the end of a window.
-func (y *yielder) observe(method string, rows int, d time.Duration) {
+// adjusts the pace at the end of a window. quiet says it was one of a
+// re-measure's.
+func (y *yielder) observe(method string, rows int, d time.Duration, quiet bool) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	if y.full {
@@ -214,6 +361,43 @@ func (y *yielder) observe(method string, rows int, d time.Duration) {
 		w = &yieldWindow{}
 		y.kinds[k] = w
 	}
+	if quiet && y.rebasing {
+		w.quiet = append(w.quiet, d)
+		if y.quietLeft--; y.quietLeft <= 0 {
+			y.endRebase()
+		}
+		return
+	}
+	y.window(k.method, w, d)
+}
+
+// observeProbe records one probe of the probe connection that took d.
+func (y *yielder) observeProbe(d time.Duration) {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	if y.full {
+		return
+	}
+	if y.idle {
+		y.probeIdle = append(y.probeIdle, d)
+		return
+	}
+	if y.probe.baseline == 0 {
+		// No pause yet: the first probes, with the pass at its slow
+		// start, stand in.
+		y.probeIdle = append(y.probeIdle, d)
+		if len(y.probeIdle) >= yieldSamples {
+			y.setProbeBaseline()
+			y.probeIdle = y.probeIdle[:0]
+		}
+		return
+	}
+	y.window("probe", &y.probe, d)
+}
+
+// window adds d to w's window and, once it is full, compares its median
+// with the baseline and moves the pace (under mu).
+func (y *yielder) window(signal string, w *yieldWindow, d time.Duration) {
 	w.window = append(w.window, d)
 	if len(w.window) < yieldSamples {
 		return
@@ -221,44 +405,67 @@ func (y *yielder) observe(method string, rows int, d time.Duration) {
 	slices.Sort(w.window)
 	m := w.window[len(w.window)/2]
 	w.window = w.window[:0]
-	switch {
-	case w.baseline == 0:
+	if w.baseline == 0 {
 		w.baseline = m
-	case float64(m) > y.factor*float64(w.baseline):
-		y.decrease(k, m, w.baseline)
-	default:
-		if m < w.baseline {
-			w.baseline = m
-		} else {
-			w.baseline += (m - w.baseline) / 8
-		}
-		y.increase()
+		return
 	}
+	y.lastSignal, y.lastRatio = signal, float64(m)/float64(w.baseline)
+	if float64(m) > y.factor*float64(w.baseline) {
+		y.decrease(signal, m, w.baseline)
+		return
+	}
+	if m < w.baseline {
+		w.baseline = m
+	} else {
+		w.baseline += (m - w.baseline) / 8
+	}
+	y.increase()
 }
 
-func (y *yielder) decrease(k yieldKind, m, base time.Duration) {
+func (y *yielder) decrease(signal string, m, base time.Duration) {
 	y.decreases++
+	atFloor := y.allowed == 1 && y.share <= yieldMinShare && y.batchCap <= yieldMinBatch
 	y.allowed = max(1, y.allowed/2)
 	y.share = max(yieldMinShare, y.share/2)
+	y.setBatchCap(max(min(yieldMinBatch, y.batchCeil), y.batchCap/2))
 	y.minAllowed = min(y.minAllowed, y.allowed)
 	y.minShare = min(y.minShare, y.share)
-	if now := y.now(); now.Sub(y.lastLog) >= yieldLogEvery {
+	now := y.now()
+	if atFloor {
+		y.floorHits++
+		if now.Sub(y.lastHit) >= yieldLogEvery {
+			y.lastHit = now
+			y.log.Warn("pace gentle: at its floor and the database is still slower than its baseline: the pass cannot be gentler (one statement at a time, the longest pauses)",
+				"signal", signal, "median", m, "baseline", base, "factor", y.factor)
+		}
+		return
+	}
+	if now.Sub(y.lastLog) >= yieldLogEvery {
 		y.lastLog = now
-		y.log.Info("yielding to load: statements slower than their baseline",
-			"statement", k.method, "median", m, "baseline", base, "factor", y.factor,
-			"concurrency", y.allowed, "share", y.share)
+		y.log.Info("pace gentle: backing off, the database is slower than its baseline",
+			"signal", signal, "median", m, "baseline", base, "factor", y.factor,
+			"in_flight", y.allowed, "share", y.share, "batch", y.batchCap)
 	}
 }
 
 func (y *yielder) increase() {
 	y.increases++
-	if y.share < 1 {
-		y.share = min(1, y.share+1.0/8)
-		return
-	}
-	if y.allowed < y.workers {
+	switch {
+	case y.share < y.maxShare:
+		y.share = min(y.maxShare, y.share+1.0/8)
+	case y.allowed < y.workers:
 		y.allowed++
 		y.slot.Signal()
+	case y.batchCap < y.batchCeil:
+		y.setBatchCap(min(y.batchCeil, y.batchCap+max(1, y.batchCeil/8)))
+	}
+}
+
+// setBatchCap sets the cap of the pass's batch sizes (under mu).
+func (y *yielder) setBatchCap(n int) {
+	y.batchCap = n
+	if y.batch != nil {
+		y.batch.setCap(n)
 	}
 }
 
@@ -283,7 +490,8 @@ var _ store.Store = (*yieldStore)(nil)
 // call runs f in a slot and observes it as method; f returns the rows it
 // read or deleted.
 func (s *yieldStore) call(ctx context.Context, method string, f func() (int, error)) error {
-	if err := s.y.acquire(ctx); err != nil {
+	quiet, err := s.y.acquire(ctx)
+	if err != nil {
 		return err
 	}
 	start := s.y.now()
@@ -292,9 +500,15 @@ func (s *yieldStore) call(ctx context.Context, method string, f func() (int, err
 	if err == nil {
 		// A failed statement says nothing of the database's pace that
 		// the retry's backoff does not already act on.
-		s.y.observe(method, n, d)
+		s.y.observe(method, n, d, quiet)
+	} else if quiet {
+		s.y.mu.Lock()
+		if s.y.quietLeft--; s.y.rebasing && s.y.quietLeft <= 0 {
+			s.y.endRebase()
+		}
+		s.y.mu.Unlock()
 	}
-	s.y.release(ctx, d)
+	s.y.release(ctx, d, quiet)
 	return err
 }
 

@@ -41,7 +41,7 @@ func TestYielderAIMD(t *testing.T) {
 	}
 	for _, s := range steps {
 		for range yieldSamples {
-			y.observe("ScanTasks", s.rows, s.lat)
+			y.observe("ScanTasks", s.rows, s.lat, false)
 		}
 		w := y.kinds[yieldKind{method: "ScanTasks", size: bitsLen(s.rows)}]
 		if y.allowed != s.wantAllowed || y.share != s.wantShare || w.baseline != s.wantBase {
@@ -49,7 +49,7 @@ func TestYielderAIMD(t *testing.T) {
 		}
 	}
 	for range 12 * yieldSamples {
-		y.observe("ScanTasks", 100, 5*ms)
+		y.observe("ScanTasks", 100, 5*ms, false)
 	}
 	if y.share != 1 || y.allowed != 4 {
 		t.Fatalf("after quiet windows: allowed %d share %g, want back to 4 and 1", y.allowed, y.share)
@@ -73,21 +73,21 @@ func TestYielderSlots(t *testing.T) {
 	stop := make(chan struct{})
 	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, stop)
 	ctx := context.Background()
-	if err := y.acquire(ctx); err != nil {
+	if _, err := y.acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// allowed is 1: a second caller waits until shutdown.
 	done := make(chan error)
-	go func() { done <- y.acquire(ctx) }()
+	go func() { _, err := y.acquire(ctx); done <- err }()
 	close(stop)
 	if err := <-done; err != ErrShutdown {
 		t.Fatalf("waiter after shutdown: %v, want ErrShutdown", err)
 	}
-	y.release(ctx, 0)
+	y.release(ctx, 0, false)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	y.allowed = 0 // nothing may start: only the context ends the wait
-	if err := y.acquire(cctx); err != context.Canceled {
+	if _, err := y.acquire(cctx); err != context.Canceled {
 		t.Fatalf("acquire with a cancelled context: %v", err)
 	}
 }
@@ -188,15 +188,15 @@ func TestPaceTunedMidPass(t *testing.T) {
 	cfg := Config{Pace: Pace{Workers: 4}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}.WithDefaults()
 	tune := newTunables(cfg)
 	var y *yielder
-	yieldMiddleware(cfg, tune, nil, func(got *yielder) { y = got })
+	yieldMiddleware(cfg, tune, nil, nil, nil, func(got *yielder) { y = got })
 	waiting := make(chan struct{})
 	y.onWait = func() { close(waiting) }
 	ctx := context.Background()
-	if err := y.acquire(ctx); err != nil { // the one slot of the slow start
+	if _, err := y.acquire(ctx); err != nil { // the one slot of the slow start
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- y.acquire(ctx) }()
+	go func() { _, err := y.acquire(ctx); got <- err }()
 	<-waiting
 	full := cfg
 	full.Mode = PaceFull
@@ -208,8 +208,8 @@ func TestPaceTunedMidPass(t *testing.T) {
 	if y.full {
 		t.Fatal("still full after Tune set gentle")
 	}
-	y.release(ctx, 0)
-	y.release(ctx, 0)
+	y.release(ctx, 0, false)
+	y.release(ctx, 0, false)
 	if y.running != 0 {
 		t.Fatalf("%d running after both released", y.running)
 	}

@@ -182,3 +182,6 @@ func (s *DB) HoldGroup(ctx context.Context) (joined func() (writes int, idle, ne
 func (s *DB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return s.exec(ctx, q, args)
 }
+
+// ProbeQueue is the queue a probe of OpenProbe reads.
+func ProbeQueue(p store.Probe) store.QueueKey { return p.(*probe).q }

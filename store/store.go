@@ -163,6 +163,31 @@ type CommitSwitch interface {
 	ShareCommits(on bool)
 }
 
+// A WholeDatabaseWriter is a Store whose writes lock the whole database
+// while they run (SQLite): a gentle pass there paces itself by the share of
+// time it holds it, and opens no probe.
+type WholeDatabaseWriter interface {
+	// WritesLockDatabase reports whether a write locks the database.
+	WritesLockDatabase() bool
+}
+
+// A Prober is a Store that can time what the cluster's own statements
+// feel: OpenProbe opens a connection of its own, outside the store's pool,
+// for read-only statements that take no locks.
+type Prober interface {
+	// OpenProbe returns a probe, or an error wrapping
+	// errors.ErrUnsupported where the engine has none (SQLite).
+	OpenProbe(ctx context.Context) (Probe, error)
+}
+
+// A Probe runs matching's most frequent reads on its own connection.
+type Probe interface {
+	// Probe runs one round: a primary-key read of a queue row and a range
+	// read of a few tasks of that queue, one the pass touches last.
+	Probe(ctx context.Context) error
+	Close() error
+}
+
 // Locker takes the one-scavenger-at-a-time lock of a task store.
 type Locker interface {
 	// Lock takes the lock. With wait it blocks until the lock is free or

@@ -81,7 +81,7 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	p.Float64Var(&f.maxDeletes, "max-deletes-per-second", 0, "cap on rows deleted per second, to protect the database (default unlimited)")
 	p.Float64Var(&f.maxStatements, "max-statements-per-second", 0, "cap on statements per second (default unlimited)")
 	durationVar(p, &f.stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
-	p.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one)")
+	p.IntVar(&f.maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL (default "+strconv.Itoa(storeDefaults.MaxConns)+"; SQLite uses one); a gentle pass's probe and the lock take one more each, outside it")
 	p.IntVar(&f.page, "list-page-size", 0, "queue rows read per listing statement "+byMode(defaults.ListPageSize, temporalConfig.ListPageSize))
 	p.IntVar(&f.batch, "task-batch-size", 0, "most tasks read or deleted per statement; adapts below it "+byMode(defaults.TaskBatchSize, temporalConfig.TaskBatchSize))
 	p.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
