@@ -113,6 +113,11 @@ func (r Rules) Digest() string {
 	fmt.Fprintf(&b, "compat=%q\ngrace=%d\nunsafe_short_grace=%t\nprotected=%q\ndry_run=%t\n", r.Compat, r.Grace, r.UnsafeShortGrace, prefixes, r.DryRun)
 	fmt.Fprintf(&b, "past_live_head=%t\nbelow_ack_level=%t\norphans=%q\ntables=%v\nnamespaces=%q\nqueue_glob=%q\n",
 		r.PastLiveHead, r.BelowAckLevel, r.Orphans, tables, ns, r.QueueGlob)
+	if r.ClosedWorkflows {
+		// Only when on: with the rule off the text, and so old
+		// checkpoints' digests, are unchanged.
+		fmt.Fprintf(&b, "closed_workflows=true\nclosed_workflows_global=%t\ncluster_name=%q\n", r.ClosedWorkflowsGlobal, r.ClusterName)
+	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }

@@ -148,6 +148,23 @@ type Rules struct {
 	// Tables limits a pass to these table versions. Default: v1 in
 	// CompatTemporal; every table present otherwise.
 	Tables []store.Table `json:"tables,omitempty"`
+
+	// ClosedWorkflows deletes the tasks of closed runs, found through
+	// Temporal's executions tables (closed.go), anywhere in a queue. Off
+	// by default; refused in CompatTemporal. The pass refuses to start
+	// (ErrClosedWorkflowsRefused) unless the history shard count is
+	// proven.
+	ClosedWorkflows bool `json:"closed_workflows,omitempty"`
+	// ClosedWorkflowsGlobal applies ClosedWorkflows to global namespaces
+	// too: there conflict resolution can rebuild a completed run from
+	// another cluster's branch (regenerating its tasks), the one case in
+	// which a closed run does not stay closed. Default: their tasks are
+	// kept.
+	ClosedWorkflowsGlobal bool `json:"closed_workflows_global,omitempty"`
+	// ClusterName names the current cluster's cluster_metadata_info row,
+	// whose history shard count ClosedWorkflows uses. Default: the only
+	// row (several rows without a name are refused).
+	ClusterName string `json:"cluster_name,omitempty"`
 }
 
 // Pace is how fast and how carefully a pass works: none of it changes what
@@ -379,6 +396,12 @@ func (c Config) Validate() error {
 	}
 	if c.Grace > 0 && c.Grace < MinGrace && !c.UnsafeShortGrace {
 		return fmt.Errorf("%w: grace %s is under %s: matching rewrites the row of a queue it holds only every 12 h, so a shorter grace can delete a queue a matching host still holds", ErrShortGrace, c.Grace, MinGrace)
+	}
+	if c.Compat == CompatTemporal && (c.ClosedWorkflows || c.ClosedWorkflowsGlobal) {
+		return fmt.Errorf("%w: not in compat mode temporal, which deletes what Temporal's scavenger deletes and nothing else", ErrClosedWorkflowsRefused)
+	}
+	if c.ClosedWorkflowsGlobal && !c.ClosedWorkflows {
+		return fmt.Errorf("closed workflows in global namespaces: set only with the closed-workflow rule")
 	}
 	if c.Grace < 0 || c.RetryFor < 0 {
 		return fmt.Errorf("grace and retry budget must not be negative")

@@ -200,6 +200,10 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 			return true, nil
 		}
 		now := p.cfg.Now()
+		dead, err := p.closedPage(ctx, tasks, now)
+		if err != nil {
+			return false, err
+		}
 		var (
 			run    []store.TaskKey // consecutive deletable tasks
 			reason = ReasonExpired
@@ -216,7 +220,13 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 		for i, task := range tasks {
 			j.examined++
 			*budget--
+			behind := j.behind
 			v := j.judge(sq, task, now)
+			if dead != nil {
+				if v = j.closedVerdict(v, dead[i]); v.Delete() {
+					j.behind = behind // a deleted task is no live head
+				}
+			}
 			if v.Delete() {
 				r := v.Reason()
 				if len(run) > 0 && r != reason {

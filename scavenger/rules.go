@@ -24,6 +24,8 @@ package scavenger
 //	queue row            updated less than Grace ago             WhyBusy              no
 //	queue row            other table still holds its tasks       WhyOtherTableTasks   no
 //	queue row            empty, idle for Grace                   WhyIdle              yes (fenced on range_id)
+//	task kept above, with ClosedWorkflows: its run closed        WhyClosedRun         yes (ReasonClosedWorkflow; closed.go's table)
+//	task kept above, with ClosedWorkflows: run gone, old         WhyRunDeleted        yes (ReasonRunDeleted; closed.go's table)
 //
 // Which rows a pass reads at all (its scope) is decided here too: inScope
 // and namespaceInScope.
@@ -56,6 +58,10 @@ const (
 	WhyBusy
 	WhyOtherTableTasks
 	WhyIdle
+	// WhyClosedRun and WhyRunDeleted are the closed-workflow rule's
+	// (closed.go): the task's run is COMPLETED, or gone past retention.
+	WhyClosedRun
+	WhyRunDeleted
 )
 
 var whyNames = [...]string{
@@ -64,6 +70,7 @@ var whyNames = [...]string{
 	WhyOrphanExpired: "expired orphan", WhyOrphanOld: "orphan older than the grace period",
 	WhyNotEmpty: "not empty", WhyProtected: "protected", WhyBusy: "updated within the grace period",
 	WhyOtherTableTasks: "the other table version holds its tasks", WhyIdle: "idle and empty",
+	WhyClosedRun: "its run is closed", WhyRunDeleted: "its run was deleted by retention",
 }
 
 func (w Why) String() string {
@@ -89,7 +96,7 @@ type Verdict struct {
 // Delete reports whether the row goes.
 func (v Verdict) Delete() bool {
 	switch v.Why {
-	case WhyExpired, WhyPastLiveHead, WhyBelowAckLevel, WhyOrphanExpired, WhyOrphanOld, WhyIdle:
+	case WhyExpired, WhyPastLiveHead, WhyBelowAckLevel, WhyOrphanExpired, WhyOrphanOld, WhyIdle, WhyClosedRun, WhyRunDeleted:
 		return true
 	}
 	return false
@@ -106,6 +113,10 @@ func (v Verdict) Reason() Reason {
 		return ReasonBelowAckLevel
 	case WhyOrphanExpired, WhyOrphanOld:
 		return ReasonOrphan
+	case WhyClosedRun:
+		return ReasonClosedWorkflow
+	case WhyRunDeleted:
+		return ReasonRunDeleted
 	}
 	return ReasonExpired
 }

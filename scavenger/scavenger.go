@@ -379,6 +379,9 @@ func (s *Scavenger) closed() bool {
 type pass struct {
 	cfg  Config
 	book ruleBook
+	// closed is the closed-workflow rule's state (closed.go); nil when
+	// the rule is off.
+	closed *closedRule
 	// tune is what may change during the pass: see Scavenger.Tune.
 	tune *tunables
 	// refused counts the statements the shutdown gate refused.
@@ -441,6 +444,9 @@ func (p *pass) run(ctx context.Context) error {
 		return err
 	}
 	if err := p.reportOddHashes(ctx, tables); err != nil {
+		return err
+	}
+	if err := p.setupClosed(ctx); err != nil {
 		return err
 	}
 	// Every walk's mark exists from the start, so that each checkpoint
@@ -605,7 +611,7 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.Queue
 				continue
 			}
 			p.c.table(t).queuesListed.Add(1)
-			if p.cfg.Compat != CompatTemporal && len(j.subs) == 1 {
+			if p.cfg.Compat != CompatTemporal && len(j.subs) == 1 && p.closed == nil {
 				window = append(window, j)
 				continue
 			}

@@ -24,10 +24,17 @@ const (
 	// ReasonOrphan: no queue row owns it, and it is expired or, with
 	// Config.Orphans = OrphansAll, older than the grace period.
 	ReasonOrphan Reason = "orphan"
+	// ReasonClosedWorkflow: its run's executions row is COMPLETED
+	// (Rules.ClosedWorkflows).
+	ReasonClosedWorkflow Reason = "closed_workflow"
+	// ReasonRunDeleted: its run's executions row is gone and the task is
+	// older than its namespace's retention and RunDeletedMargin
+	// (Rules.ClosedWorkflows).
+	ReasonRunDeleted Reason = "run_deleted"
 )
 
 // Reasons lists every Reason, in a fixed order.
-var Reasons = []Reason{ReasonExpired, ReasonBelowAckLevel, ReasonOrphan}
+var Reasons = []Reason{ReasonExpired, ReasonBelowAckLevel, ReasonOrphan, ReasonClosedWorkflow, ReasonRunDeleted}
 
 // Stats are a pass's counts. Read them while a pass runs with
 // Scavenger.Stats, or at the end from Run. The totals are the sums of
@@ -234,7 +241,7 @@ func (b BadRow) String() string {
 // tableCounters are the live counts of one table version.
 type tableCounters struct {
 	queuesListed, queuesProcessed, queuesDeleted, tasksProcessed, badRows atomic.Int64
-	tasksDeleted                                                          [3]atomic.Int64 // by index in Reasons
+	tasksDeleted                                                          [5]atomic.Int64 // by index in Reasons
 	tasksExpiredLeft                                                      atomic.Int64
 }
 

@@ -395,7 +395,9 @@ func exitStatus(err error) int {
 		errors.Is(err, sqlstore.ErrRefused),
 		errors.Is(err, sqlstore.ErrTLS),
 		errors.Is(err, store.ErrSchema),
-		errors.Is(err, scavenger.ErrUnknownNamespace), errors.Is(err, store.ErrNoNamespaceTable):
+		errors.Is(err, scavenger.ErrUnknownNamespace), errors.Is(err, store.ErrNoNamespaceTable),
+		errors.Is(err, scavenger.ErrClosedWorkflowsRefused),
+		errors.Is(err, store.ErrNoPrivilege):
 		return ExitUsage
 	case errors.Is(err, store.ErrLocked):
 		return ExitLocked

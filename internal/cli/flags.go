@@ -362,7 +362,7 @@ var valueNames = map[string]string{
 	"now": "TIME", "queue": "GLOB", "protect": "PREFIX", "namespace": "NAME|UUID", "listen": "ADDR",
 	"cron": "EXPR", "jitter": "DURATION|PCT", "endpoint": "HOST", "user": "NAME", "database": "NAME",
 	"connect-attributes": "K=V&...", "temporal-store": "NAME", "plugin": "PLUGIN", "name-prefix": "PREFIX",
-	"partition": "I/N", "checkpoint": "FILE", "setups": "PxW,...",
+	"partition": "I/N", "checkpoint": "FILE", "closed-cluster": "NAME", "setups": "PxW,...",
 	"temporal-address": "HOST:PORT", "temporal-namespace": "NAME", "temporal-task-queue": "NAME", "temporal-api-key": "KEY",
 	"temporal-tls-cert-path": "FILE", "temporal-tls-key-path": "FILE", "temporal-tls-ca-path": "FILE", "temporal-tls-server-name": "NAME",
 	"schedule-id": "ID", "database-identity": "ID",

@@ -51,6 +51,7 @@ type scavengeFlags struct {
 	yieldFactor               float64
 
 	pastLiveHead  bool
+	closed        closedFlags
 	belowAckLevel bool
 	orphans       string
 	namespaces    multiFlag
@@ -74,6 +75,7 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	s.StringVar(&f.partition, "partition", "", "scavenge only part I of N of the range_hash space, as I/N (0/4 is the first of 4): disjoint parts run at once, overlapping ones exclude each other (default the whole space)")
 	s.Var(&f.protect, "protect", `queue-name prefix never deleted, repeatable; "none" protects nothing (default "`+strings.Join(defaults.ProtectedPrefixes, ",")+`")`)
 	s.BoolVar(&f.pastLiveHead, "past-live-head", false, "also delete expired tasks behind a live one (not with --compat=temporal)")
+	f.closed.register(s)
 	s.BoolVar(&f.belowAckLevel, "below-ack-level", false, "also delete tasks at or below their subqueue's ack level: already dispatched")
 	s.StringVar(&f.orphans, "orphans", "expired", "orphaned tasks (no queue row) to delete: expired, all (also live ones older than --grace) or none (no orphan scan)")
 	s.StringVar(&f.now, "now", "", "pretend the time is this RFC 3339 instant (reruns on fixtures, tests)")
@@ -176,7 +178,7 @@ func (f *scavengeFlags) rules(c *scavenger.Config) error {
 	if c.Compat == scavenger.CompatTemporal && (c.PastLiveHead || c.BelowAckLevel || f.orphans == string(scavenger.OrphansAll)) {
 		return usagef("--past-live-head, --below-ack-level and --orphans=all are tqscavenger's rules: leave out --compat=temporal to use them")
 	}
-	return nil
+	return f.closed.apply(c)
 }
 
 // clock sets the pretend time of --now, never ahead of the real clock.

@@ -223,6 +223,15 @@ var scheduleSettings = map[string]func(dst *temporalworker.ScheduleSpec, src tem
 	"below-ack-level": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
 		d.Pass.BelowAckLevel = s.Pass.BelowAckLevel
 	},
+	"closed-workflows": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.ClosedWorkflows = s.Pass.ClosedWorkflows
+	},
+	"closed-global": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.ClosedWorkflowsGlobal = s.Pass.ClosedWorkflowsGlobal
+	},
+	"closed-cluster": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
+		d.Pass.ClusterName = s.Pass.ClusterName
+	},
 	"orphans": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Orphans = s.Pass.Orphans },
 	"workers": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Workers = s.Pass.Workers },
 	"list-page-size": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {

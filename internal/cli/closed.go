@@ -1,0 +1,34 @@
+package cli
+
+// The flags of the closed-workflow rule (scavenger.Rules.ClosedWorkflows),
+// on every command that runs or describes a pass.
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/tqscavenger/tqscavenger/scavenger"
+)
+
+// closedFlags are the closed-workflow rule's flags.
+type closedFlags struct {
+	on, global bool
+	cluster    string
+}
+
+func (f *closedFlags) register(s *pflag.FlagSet) {
+	s.BoolVar(&f.on, "closed-workflows", false, "also delete tasks whose own run is closed (its executions row COMPLETED, or deleted by retention and the task older than the namespace's retention + "+shortDuration(scavenger.RunDeletedMargin)+"), anywhere in a queue; reads Temporal's executions, current_executions, shards, cluster_metadata_info and namespaces tables, and refuses to run (exit 2) unless the history shard count is proven (not with --compat=temporal)")
+	s.BoolVar(&f.global, "closed-global", false, "with --closed-workflows: global (multi-cluster) namespaces too, where conflict resolution can rebuild a closed run (default: their tasks are kept)")
+	s.StringVar(&f.cluster, "closed-cluster", "", "with --closed-workflows: the name of the current cluster's cluster_metadata_info row (default: its only row)")
+}
+
+// apply sets the rule in c.
+func (f *closedFlags) apply(c *scavenger.Config) error {
+	if (f.global || f.cluster != "") && !f.on {
+		return usagef("--closed-global and --closed-cluster go with --closed-workflows")
+	}
+	if f.on && c.Compat == scavenger.CompatTemporal {
+		return usagef("--closed-workflows is tqscavenger's rule: leave out --compat=temporal to use it")
+	}
+	c.ClosedWorkflows, c.ClosedWorkflowsGlobal, c.ClusterName = f.on, f.global, f.cluster
+	return nil
+}
