@@ -361,7 +361,7 @@ func (j *queueJob) closedVerdict(v Verdict, dead Why) Verdict {
 		return v
 	}
 	if v.Why == WhyExpiredBehindHead {
-		j.p.c.tasksExpiredLeft.Add(1)
+		j.p.c.expiredLeft(j.table, 1)
 	}
 	if dead == WhyClosedRun || dead == WhyRunDeleted {
 		return Verdict{Why: dead}
