@@ -1,6 +1,7 @@
 package temporalworker
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -31,6 +32,15 @@ type ClientConfig struct {
 	// DisableHostVerification checks the server's certificate against the
 	// CA but not its name.
 	DisableHostVerification bool
+	// CertPEM, KeyPEM and CAPEM are the same as PEM data (a temporal CLI
+	// profile's *_data), used where the file fields are empty.
+	CertPEM, KeyPEM, CAPEM []byte
+	// NoTLS turns TLS off even with an APIKey (a profile's tls.disabled).
+	NoTLS bool
+	// Headers are gRPC metadata sent with every call (a profile's
+	// grpc_meta); Authority the :authority header (default the address).
+	Headers   map[string]string
+	Authority string
 }
 
 // DefaultAddress and DefaultNamespace are the temporal CLI's defaults.
@@ -56,33 +66,32 @@ func (c ClientConfig) Options(logger *slog.Logger) (client.Options, error) {
 	if c.APIKey != "" {
 		o.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
 	}
-	useTLS := c.TLS || c.APIKey != "" || c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" || c.ServerName != "" || c.DisableHostVerification
+	if len(c.Headers) > 0 {
+		o.HeadersProvider = fixedHeaders(c.Headers)
+	}
+	o.ConnectionOptions.Authority = c.Authority
+	useTLS := c.TLS || c.APIKey != "" || c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" || c.ServerName != "" || c.DisableHostVerification ||
+		len(c.CertPEM) > 0 || len(c.KeyPEM) > 0 || len(c.CAPEM) > 0
+	if c.NoTLS && !c.TLS {
+		o.ConnectionOptions.TLSDisabled = true
+		return o, nil
+	}
 	if !useTLS {
 		return o, nil
 	}
 	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.DisableHostVerification}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		return o, fmt.Errorf("temporal TLS: a client certificate needs its key, and a key its certificate")
+	cert, err := c.clientCert()
+	if err != nil {
+		return o, err
 	}
-	if c.CertFile != "" {
-		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return o, fmt.Errorf("temporal TLS client certificate: %w", err)
-		}
-		t.Certificates = []tls.Certificate{pair}
+	if cert != nil {
+		t.Certificates = []tls.Certificate{*cert}
 	}
-	var pool *x509.CertPool
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return o, fmt.Errorf("temporal TLS CA: %w", err)
-		}
-		pool = x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return o, fmt.Errorf("temporal TLS CA %s: no PEM certificate in it", c.CAFile)
-		}
-		t.RootCAs = pool
+	pool, err := c.caPool()
+	if err != nil {
+		return o, err
 	}
+	t.RootCAs = pool
 	if c.DisableHostVerification {
 		// Verify the chain against the CA, not the name: what the
 		// temporal CLI's --tls-disable-host-verification does.
@@ -115,3 +124,53 @@ func verifyChainOnly(roots *x509.CertPool) func([][]byte, [][]*x509.Certificate)
 		return err
 	}
 }
+
+// clientCert is the client certificate of mutual TLS, from the files or
+// the PEM data, or nil for none. Its errors never quote the key.
+func (c ClientConfig) clientCert() (*tls.Certificate, error) {
+	switch {
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		return nil, fmt.Errorf("temporal TLS: a client certificate needs its key, and a key its certificate")
+	case c.CertFile != "":
+		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS client certificate: %w", err)
+		}
+		return &pair, nil
+	case (len(c.CertPEM) == 0) != (len(c.KeyPEM) == 0):
+		return nil, fmt.Errorf("temporal TLS: a client certificate's data needs its key's, and a key's its certificate's")
+	case len(c.CertPEM) > 0:
+		pair, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS client certificate data: not a PEM certificate and its key")
+		}
+		return &pair, nil
+	}
+	return nil, nil
+}
+
+// caPool is the pool of CAs the frontend's certificate must be signed by,
+// from the file or the PEM data; nil: the system's.
+func (c ClientConfig) caPool() (*x509.CertPool, error) {
+	pem, from := c.CAPEM, "data"
+	if c.CAFile != "" {
+		b, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS CA: %w", err)
+		}
+		pem, from = b, c.CAFile
+	}
+	if len(pem) == 0 {
+		return nil, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("temporal TLS CA %s: no PEM certificate in it", from)
+	}
+	return pool, nil
+}
+
+// fixedHeaders sends the same gRPC metadata with every call.
+type fixedHeaders map[string]string
+
+func (h fixedHeaders) GetHeaders(context.Context) (map[string]string, error) { return h, nil }

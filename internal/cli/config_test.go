@@ -161,6 +161,9 @@ func testPrecedence(t *testing.T, newFS func() *pflag.FlagSet, name string) {
 
 // clearTemporalEnv unsets the temporal CLI's variables for the test.
 func clearTemporalEnv(t *testing.T) {
+	// The temporal CLI's default profiles file is under the user's config
+	// directory: a developer's own must not leak into a test.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	for _, vars := range temporalEnv {
 		for _, v := range vars {
 			t.Setenv(v, "") // restores it after the test

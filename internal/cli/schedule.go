@@ -86,7 +86,7 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 					return usagef("%s has no place in a schedule: %s", o.name, instead)
 				}
 			}
-			if err := tf.check(); err != nil {
+			if err := tf.check(inv.origins); err != nil {
 				return err
 			}
 			cfg, err := sf.config()
@@ -287,7 +287,7 @@ func scheduleByIDFlags(sub string) func(g *flagGroups) runFunc {
 			outputFlag(g.Output, &output, "text or json (the schedule's state as one JSON document)")
 		}
 		return func(ctx context.Context, inv *invocation) error {
-			if err := tf.check(); err != nil {
+			if err := tf.check(inv.origins); err != nil {
 				return err
 			}
 			if sub == "describe" {

@@ -28,6 +28,8 @@ func sqlOptions(stmtTO time.Duration, maxConns int) sqlstore.Options {
 // older ones. They are the environment layer, as SQL_* are: a flag wins
 // over them, and they win over the --config file.
 var temporalEnv = map[string][]string{
+	"temporal-profile":                       {"TEMPORAL_PROFILE"},
+	"temporal-config-file":                   {"TEMPORAL_CONFIG_FILE"},
 	"temporal-address":                       {"TEMPORAL_ADDRESS"},
 	"temporal-namespace":                     {"TEMPORAL_NAMESPACE"},
 	"temporal-api-key":                       {"TEMPORAL_API_KEY"},

@@ -29,9 +29,17 @@ import (
 type temporalFlags struct {
 	cfg       temporalworker.ClientConfig
 	taskQueue string
+	// profile and configFile choose the temporal CLI profile
+	// (profile.go); profileName and profileFile are the one applied.
+	profile, configFile      string
+	profileName, profileFile string
+	fs                       *pflag.FlagSet
 }
 
 func (t *temporalFlags) register(fs *pflag.FlagSet) {
+	t.fs = fs
+	fs.StringVar(&t.profile, "temporal-profile", "", "the temporal CLI's connection profile to read (TEMPORAL_PROFILE; default \"default\", if the file has it): it fills the --temporal-* settings that no flag, variable or --config key sets")
+	fs.StringVar(&t.configFile, "temporal-config-file", "", "the temporal CLI's profiles file, TOML (TEMPORAL_CONFIG_FILE; default the temporal CLI's: temporalio/temporal.toml in the user's config directory, ~/.config on Linux)")
 	fs.StringVar(&t.cfg.Address, "temporal-address", temporalworker.DefaultAddress, "Temporal frontend host:port (TEMPORAL_ADDRESS)")
 	fs.StringVar(&t.cfg.Namespace, "temporal-namespace", temporalworker.DefaultNamespace, "Temporal namespace of the workflow and schedule (TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.taskQueue, "temporal-task-queue", temporalworker.DefaultTaskQueue, "Temporal task queue the worker polls and the schedule starts passes on")
@@ -44,8 +52,12 @@ func (t *temporalFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.cfg.DisableHostVerification, "temporal-tls-disable-host-verification", false, "check the frontend's certificate against the CA but not its name (TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
 }
 
-// check refuses values no Temporal client takes, after layer.
-func (t *temporalFlags) check() error {
+// check applies the temporal CLI profile to the settings no layer set
+// (o, from layer) and refuses values no Temporal client takes.
+func (t *temporalFlags) check(o map[string]origin) error {
+	if err := t.applyProfile(o); err != nil {
+		return err
+	}
 	if strings.TrimSpace(t.taskQueue) == "" {
 		return usagef("--temporal-task-queue must not be empty")
 	}
@@ -102,7 +114,7 @@ func workerFlags(g *flagGroups) runFunc {
 	lf.register(g.Output)
 	configFlag(g.Other)
 	return func(ctx context.Context, inv *invocation) error {
-		if err := tf.check(); err != nil {
+		if err := tf.check(inv.origins); err != nil {
 			return err
 		}
 		if maxActivities < 1 || maxConns < 0 || stmtTO < 0 || stopTimeout < 0 {
@@ -139,7 +151,7 @@ func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags
 	w := worker.New(c, tf.taskQueue, temporalworker.WorkerOptions(maxActivities, stopTimeout))
 	temporalworker.Register(w, &temporalworker.Activities{DB: d, Logger: log, ShutdownTimeout: stopTimeout, DirectFinalHeartbeat: true})
 	log.Info("worker started", "db", db.DSN().String(), "database_identity", id,
-		"temporal", tf.cfg.Address, "temporal_namespace", tf.cfg.Namespace, "task_queue", tf.taskQueue)
+		"temporal", tf.cfg.Address, "temporal_namespace", tf.cfg.Namespace, "temporal_profile", tf.profileName, "task_queue", tf.taskQueue)
 	stop := make(chan any)
 	go func() { <-ctx.Done(); close(stop) }()
 	if err := w.Run(stop); err != nil {

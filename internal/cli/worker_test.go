@@ -79,7 +79,7 @@ func TestTemporalFlagsFromEnv(t *testing.T) {
 			}
 			o, err := layer(fs)
 			if err == nil {
-				err = tf.check()
+				err = tf.check(o)
 			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "s3cret") || exitStatus(err) != ExitUsage {
