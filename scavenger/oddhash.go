@@ -38,7 +38,7 @@ func (p *pass) reportOddHashes(ctx context.Context, tables []store.Table) error 
 	below, above := p.rng.Lo == 0, p.rng.Hi == math.MaxUint32
 	for _, t := range tables {
 		var oh store.OddHashes
-		err := p.retry(ctx, "find rows outside the range_hash space", func() (err error) {
+		err := p.retry(ctx, "find rows outside the range_hash space", func(ctx context.Context) (err error) {
 			oh, err = f.OddHashes(ctx, t, MaxBadRows)
 			return err
 		})

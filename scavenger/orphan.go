@@ -22,7 +22,7 @@ const orphanPageSize = 1000
 func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.QueueKey, m *walkMark) error {
 	for {
 		var refs []store.TaskQueueRef
-		err := p.retry(ctx, "list task queue ids", func() (err error) {
+		err := p.retry(ctx, "list task queue ids", func(ctx context.Context) (err error) {
 			refs, err = p.st.ListTaskQueueIDs(ctx, t, after, orphanPageSize)
 			return err
 		})
@@ -74,7 +74,7 @@ func (p *pass) resolveParents(ctx context.Context, t store.Table, key store.Queu
 		parents []store.QueueKey
 		orphan  bool
 	)
-	err := p.retry(ctx, "look up queue rows", func() (err error) {
+	err := p.retry(ctx, "look up queue rows", func(ctx context.Context) (err error) {
 		parents, orphan, err = ResolveParents(ctx, p.st, t, key)
 		return err
 	})
@@ -160,7 +160,7 @@ func (j *orphanJob) Run(ctx context.Context) executor.Status {
 			n := int64(len(del))
 			if !p.cfg.DryRun {
 				var err error
-				n, err = p.deleting(ctx, "delete orphans", int64(len(del)), &p.c.tasksUnknown, false, func() (int64, error) {
+				n, err = p.deleting(ctx, "delete orphans", int64(len(del)), &p.c.tasksUnknown, false, func(ctx context.Context) (int64, error) {
 					return p.st.DeleteOrphanTasks(ctx, j.table, j.key, j.parents, del)
 				})
 				if err != nil {

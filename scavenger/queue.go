@@ -156,7 +156,7 @@ func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 	}
 	subs := j.subs
 	var row store.QueueRow
-	err := p.retry(ctx, "read the other queue row", func() (err error) { row, err = p.st.GetQueue(ctx, other, j.key); return err })
+	err := p.retry(ctx, "read the other queue row", func(ctx context.Context) (err error) { row, err = p.st.GetQueue(ctx, other, j.key); return err })
 	switch {
 	case err == nil:
 		if info, derr := wire.DecodeTaskQueueInfo(row.Encoding, row.Data); derr != nil {
@@ -188,7 +188,7 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 			tasks []store.TaskRow
 			batch int
 		)
-		err := p.timed(ctx, "read tasks", 0, func(size int) (err error) {
+		err := p.timed(ctx, "read tasks", 0, func(ctx context.Context, size int) (err error) {
 			batch = size
 			tasks, err = p.st.ReadTasks(ctx, j.table, sq.Key, j.cursor, size)
 			return err
@@ -320,7 +320,7 @@ func (j *queueJob) deleteRun(ctx context.Context, q store.QueueKey, run []store.
 		j.countDeleted(int64(len(run)), r)
 		return nil
 	}
-	n, err := p.deleting(ctx, "delete tasks", int64(len(run)), &p.c.tasksUnknown, false, func() (int64, error) {
+	n, err := p.deleting(ctx, "delete tasks", int64(len(run)), &p.c.tasksUnknown, false, func(ctx context.Context) (int64, error) {
 		return p.st.DeleteTaskSets(ctx, j.table, []store.TaskSet{{Queue: q, Keys: run}})
 	})
 	j.countDeleted(n, r)
@@ -335,7 +335,7 @@ func (j *queueJob) deleteRange(ctx context.Context, q store.QueueKey, rg store.T
 		j.countDeleted(int64(read), r)
 		return nil
 	}
-	n, err := p.deleting(ctx, "delete tasks", int64(read), &p.c.tasksUnknown, false, func() (int64, error) {
+	n, err := p.deleting(ctx, "delete tasks", int64(read), &p.c.tasksUnknown, false, func(ctx context.Context) (int64, error) {
 		if limit > 0 {
 			return p.st.DeleteTasks(ctx, j.table, q, rg, limit)
 		}
@@ -370,7 +370,7 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) bool {
 		tc.queuesDeleted.Add(1)
 		return true
 	}
-	n, err := p.deleting(ctx, "delete queue", 1, &p.c.queuesUnknown, false, func() (int64, error) {
+	n, err := p.deleting(ctx, "delete queue", 1, &p.c.queuesUnknown, false, func(ctx context.Context) (int64, error) {
 		return p.st.DeleteQueues(ctx, j.table, []store.QueueFence{{QueueKey: j.key, RangeID: j.rangeID}})
 	})
 	if err == nil && n == 0 {
@@ -426,7 +426,7 @@ func (j *queueJob) fail(ctx context.Context, op string, err error) executor.Stat
 // readTasks reads a batch with retries.
 func (p *pass) readTasks(ctx context.Context, t store.Table, q store.QueueKey, after *store.TaskKey, limit int) ([]store.TaskRow, error) {
 	var tasks []store.TaskRow
-	err := p.retry(ctx, "read tasks", func() (err error) {
+	err := p.retry(ctx, "read tasks", func(ctx context.Context) (err error) {
 		tasks, err = p.st.ReadTasks(ctx, t, q, after, limit)
 		return err
 	})

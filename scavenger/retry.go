@@ -36,35 +36,57 @@ const retryLogEvery = 10 * time.Second
 // retry calls f until it succeeds, fails with an error that is not
 // transient, gives up (ErrGaveUp), or ctx ends. Transient errors back off
 // exponentially with jitter, as Temporal's scavenger does, from
-// RetryInitial to RetryMax.
-func (p *pass) retry(ctx context.Context, op string, f func() error) error {
-	return p.attempt(ctx, op, false, func() (int, error) { return 0, f() })
+// RetryInitial to RetryMax. f is given the context of its attempt: see
+// attempt.
+func (p *pass) retry(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	return p.attempt(ctx, op, false, func(ctx context.Context) (int, error) { return 0, f(ctx) })
 }
 
 // timed runs a batched store call: f is given the adaptive batch size at
 // each attempt (at most limit, if limit > 0) and its duration feeds the
 // batcher, so a timed-out statement is retried smaller. At the batcher's
 // floor a timeout is no longer transient.
-func (p *pass) timed(ctx context.Context, op string, limit int, f func(size int) error) error {
-	return p.attempt(ctx, op, true, func() (int, error) {
+func (p *pass) timed(ctx context.Context, op string, limit int, f func(ctx context.Context, size int) error) error {
+	return p.attempt(ctx, op, true, func(ctx context.Context) (int, error) {
 		size := p.batch.size()
 		if limit > 0 {
 			size = min(size, limit)
 		}
 		start := time.Now()
-		err := f(size)
+		err := f(ctx, size)
 		p.batch.observe(time.Since(start), errors.Is(err, store.ErrStatementTimeout) || errors.Is(err, context.DeadlineExceeded))
 		return size, err
 	})
 }
 
-func (p *pass) attempt(ctx context.Context, op string, batched bool, f func() (size int, err error)) error {
+// ErrRetryBudget is wrapped, beside ErrGaveUp, by the error of an
+// operation whose last retry was cut short by the end of its retry budget
+// (Config.RetryFor): a wait inside the store (SQLite's busy wait, a
+// connection being made) did not outlast the budget.
+var ErrRetryBudget = errors.New("the retry budget ran out during the last attempt")
+
+// attempt runs f, and again after each transient error, within RetryFor
+// of its start. The first attempt runs under the store's own bounds (its
+// statement timeout) alone: a budget is for retrying, not for a statement
+// that works. Each retry runs under a context that ends with the budget,
+// so that what a retry waits for inside the store (SQLite's busy wait for
+// a lock another process holds, a connection being made) counts in the
+// budget: the operation gives up RetryFor after its start, not RetryFor
+// plus one more wait.
+func (p *pass) attempt(ctx context.Context, op string, batched bool, f func(ctx context.Context) (size int, err error)) error {
 	// The budget is read as the retries go: Tune may change it.
 	wait, _, _ := p.tune.retry()
 	start := time.Now()
 	timeouts := 0
-	for {
-		size, err := f()
+	var last error // the error of the attempt before
+	for n := 0; ; n++ {
+		size, cut, err := p.try(ctx, n, start, f)
+		if cut {
+			// The error is the one that was retried: the cut retry's is
+			// only what its store made of the budget's end.
+			return fmt.Errorf("%w: %s: still failing after %s of retries (%w): %w", ErrGaveUp, op, time.Since(start).Round(time.Millisecond), ErrRetryBudget, last)
+		}
+		last = err
 		if err == nil || ctx.Err() != nil || !errors.Is(err, store.ErrTransient) {
 			return err
 		}
@@ -98,19 +120,34 @@ func (p *pass) attempt(ctx context.Context, op string, batched bool, f func() (s
 	}
 }
 
+// try runs attempt n of an operation that started at start: a retry
+// (n > 0) under a context that ends with the retry budget. cut reports
+// that the budget ended it.
+func (p *pass) try(ctx context.Context, n int, start time.Time, f func(ctx context.Context) (int, error)) (size int, cut bool, err error) {
+	if n == 0 {
+		size, err = f(ctx)
+		return size, false, err
+	}
+	_, _, retryFor := p.tune.retry()
+	actx, cancel := context.WithDeadlineCause(ctx, start.Add(retryFor), ErrRetryBudget)
+	defer cancel()
+	size, err = f(actx)
+	return size, err != nil && ctx.Err() == nil && context.Cause(actx) == ErrRetryBudget, err
+}
+
 // deleting runs a delete of planned rows with retries and returns how many
 // it deleted. The rows an attempt that failed with an unknown outcome may
 // have deleted (planned less what the attempts confirmed) are added to
 // unknown, so that deleted + unknown is never less than what went. With
 // observe, its durations feed the adaptive batch size.
-func (p *pass) deleting(ctx context.Context, op string, planned int64, unknown *atomic.Int64, observe bool, f func() (int64, error)) (int64, error) {
+func (p *pass) deleting(ctx context.Context, op string, planned int64, unknown *atomic.Int64, observe bool, f func(ctx context.Context) (int64, error)) (int64, error) {
 	var (
 		total  int64
 		unsure bool
 	)
-	err := p.attempt(ctx, op, false, func() (int, error) {
+	err := p.attempt(ctx, op, false, func(ctx context.Context) (int, error) {
 		start := time.Now()
-		n, err := f()
+		n, err := f(ctx)
 		if observe {
 			p.batch.observe(time.Since(start), isTimeout(err))
 		}

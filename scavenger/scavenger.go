@@ -428,7 +428,7 @@ func (s *Scavenger) identity(ctx context.Context) (string, error) {
 
 func (p *pass) run(ctx context.Context) error {
 	var err error
-	if err = p.retry(ctx, "find task tables", func() error { p.present, err = p.st.Tables(ctx); return err }); err != nil {
+	if err = p.retry(ctx, "find task tables", func(ctx context.Context) error { p.present, err = p.st.Tables(ctx); return err }); err != nil {
 		return fmt.Errorf("find task tables: %w", err)
 	}
 	tables := p.cfg.Tables
@@ -580,7 +580,7 @@ func (p *pass) windows(queues []*queueJob) [][]*queueJob {
 func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.QueueKey, m *walkMark) error {
 	for {
 		var rows []store.QueueRow
-		err := p.retry(ctx, "list queues", func() (err error) {
+		err := p.retry(ctx, "list queues", func(ctx context.Context) (err error) {
 			rows, err = p.st.ListQueues(ctx, t, after, p.cfg.ListPageSize)
 			return err
 		})

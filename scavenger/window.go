@@ -70,7 +70,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			rows  []store.ScannedTask
 			batch int
 		)
-		err := p.timed(ctx, "scan tasks", w.size, func(size int) (err error) {
+		err := p.timed(ctx, "scan tasks", w.size, func(ctx context.Context, size int) (err error) {
 			batch = size
 			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, size)
 			return err
@@ -270,7 +270,7 @@ func (w *windowJob) delete(ctx context.Context, d *deletePlan) error {
 	deleted := total
 	if !p.cfg.DryRun {
 		var err error
-		deleted, err = p.deleting(ctx, "delete tasks", total, &p.c.tasksUnknown, true, func() (int64, error) {
+		deleted, err = p.deleting(ctx, "delete tasks", total, &p.c.tasksUnknown, true, func(ctx context.Context) (int64, error) {
 			return p.st.DeleteTaskSets(ctx, w.table, d.sets)
 		})
 		if err != nil {
@@ -338,7 +338,7 @@ func (w *windowJob) deleteRows(ctx context.Context) error {
 	n := int64(len(fences))
 	if !p.cfg.DryRun {
 		var err error
-		n, err = p.deleting(ctx, "delete queues", n, &p.c.queuesUnknown, false, func() (int64, error) {
+		n, err = p.deleting(ctx, "delete queues", n, &p.c.queuesUnknown, false, func(ctx context.Context) (int64, error) {
 			return p.st.DeleteQueues(ctx, w.table, fences)
 		})
 		if err != nil {

@@ -89,7 +89,7 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	p.IntVar(&f.perJob, "tasks-per-job", 0, "tasks a job examines before yielding its worker "+byMode(defaults.TasksPerJob, temporalConfig.TasksPerJob))
 	p.IntVar(&f.deferred, "max-deferred", 0, "cap of the deferred job list; beyond it jobs are dropped for the pass "+byMode(defaults.MaxDeferred, temporalConfig.MaxDeferred))
 	durationVar(p, &f.slow, "slow-statement", 0, "a scan or delete slower than this halves the batch size "+byMode(defaults.SlowStatement, temporalConfig.SlowStatement))
-	durationVar(p, &f.retryFor, "retry-for", 0, "how long one operation may retry transient errors before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
+	durationVar(p, &f.retryFor, "retry-for", 0, "how long one operation may retry transient errors, busy waits included, before its job fails "+byMode(defaults.RetryFor, temporalConfig.RetryFor))
 	durationVar(p, &f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
 	durationVar(p, &f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
 	p.StringVar(&f.paceMode, "pace", string(scavenger.PaceGentle), paceHelp)
