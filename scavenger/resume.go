@@ -69,7 +69,7 @@ func (cp *Checkpoint) FitsTables(ctx context.Context, st store.Store) error {
 	if err != nil {
 		return fmt.Errorf("find task tables: %w", err)
 	}
-	return checkPositions(ctx, st, cp, tables, func(_ string, f func() error) error { return f() })
+	return checkPositions(ctx, st, cp, tables, func(_ string, f func(context.Context) error) error { return f(ctx) })
 }
 
 // checkPositions refuses (ErrCheckpointMismatch) a position of cp in one
@@ -82,7 +82,7 @@ func (cp *Checkpoint) FitsTables(ctx context.Context, st store.Store) error {
 // its last row is finished (walkMark.advance), so a pass that deletes its
 // table's last row leaves a done walk, not a position past the end. retry
 // runs each check (the pass's retries, or none).
-func checkPositions(ctx context.Context, st store.Store, cp *Checkpoint, tables []store.Table, retry func(op string, f func() error) error) error {
+func checkPositions(ctx context.Context, st store.Store, cp *Checkpoint, tables []store.Table, retry func(op string, f func(context.Context) error) error) error {
 	if cp == nil {
 		return nil
 	}
@@ -93,7 +93,7 @@ func checkPositions(ctx context.Context, st store.Store, cp *Checkpoint, tables 
 				continue
 			}
 			var past bool
-			err := retry("check the checkpoint's positions", func() (err error) {
+			err := retry("check the checkpoint's positions", func(ctx context.Context) (err error) {
 				past, err = pastLastRow(ctx, st, w, t, *pos.After)
 				return err
 			})

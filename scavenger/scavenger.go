@@ -440,7 +440,7 @@ func (p *pass) run(ctx context.Context) error {
 	// pass left in v2, not by tasks it was about to delete.
 	tables = slices.Clone(tables)
 	slices.SortFunc(tables, func(a, b store.Table) int { return int(b) - int(a) })
-	if err := checkPositions(ctx, p.st, p.cfg.Resume, tables, func(op string, f func() error) error { return p.retry(ctx, op, f) }); err != nil {
+	if err := checkPositions(ctx, p.st, p.cfg.Resume, tables, func(op string, f func(context.Context) error) error { return p.retry(ctx, op, f) }); err != nil {
 		return err
 	}
 	if err := p.reportOddHashes(ctx, tables); err != nil {
