@@ -122,9 +122,17 @@ func (r Rules) Digest() string {
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }
 
-// match reports why cp cannot be resumed by a pass of cfg over the
-// database id, or nil.
-func (cp *Checkpoint) match(cfg Config, id string) error {
+// Fits reports why cp does not belong to a pass of cfg over the database
+// id (an error wrapping ErrCheckpointMismatch; ErrCheckpointCorrupt if its
+// checksum does not match), or nil if the pass may resume from it: whole
+// (Verify), of this build's version, of the same database, partition and
+// rules (SettingsDigest), its positions inside the partition. It is the
+// one test of whether a checkpoint belongs to a pass: Begin asks it of
+// Config.Resume before the pass starts (a host that would rather start
+// afresh asks it first), and Run again. Only the pass itself can tell
+// whether a position lies past its table's last row (Run refuses such a
+// checkpoint before any work, with ErrCheckpointMismatch too).
+func (cp *Checkpoint) Fits(cfg Config, id string) error {
 	if err := cp.Verify(); err != nil {
 		return err
 	}

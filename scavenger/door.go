@@ -48,10 +48,14 @@ const (
 	StepLock       SetupStep = "lock"
 	StepSchema     SetupStep = "schema check"
 	StepNamespaces SetupStep = "namespace names"
+	// StepResume: the database's identity could not be read, or
+	// Config.Resume does not fit the pass (ErrCheckpointMismatch).
+	StepResume SetupStep = "resume"
 )
 
 // SetupError is Begin's error: the step that failed and its error, which
-// it wraps (store.ErrLocked, store.ErrSchema, a connection's error...).
+// it wraps (store.ErrLocked, store.ErrSchema, ErrCheckpointMismatch, a
+// connection's error...).
 // Its message is the step's error's, unchanged.
 type SetupError struct {
 	Step SetupStep
@@ -85,8 +89,12 @@ type Pass struct {
 //  4. the defaults: a nil cfg.Tables becomes the tables the check found
 //     usable (unless opts.TablesAtRun), cfg.Lock the lock just taken (none
 //     for a dry run), so the pass checks it as it goes and fails if it is
-//     lost, and the
-//     database's identity is the one the pass's checkpoints carry.
+//     lost;
+//  5. the checkpoints: with cfg.Resume or cfg.Checkpoint, the database's
+//     identity, the one the pass's checkpoints carry, is read once, and
+//     cfg.Resume must fit the pass (Checkpoint.Fits): a checkpoint of
+//     another database, partition or rules is refused here, wrapping
+//     ErrCheckpointMismatch, before any statement of the pass.
 //
 // A failed step returns a *SetupError, the lock released. The caller
 // runs the Pass and then closes it:
@@ -121,9 +129,37 @@ func Begin(ctx context.Context, db PassDB, cfg Config, opts PassOptions) (*Pass,
 		cfg.Tables = info.Tables
 	}
 	s := New(db, cfg)
-	s.ident = db
+	if err := s.identify(ctx, db); err != nil {
+		lock.Unlock()
+		return nil, &SetupError{Step: StepResume, Err: err}
+	}
 	return &Pass{Scavenger: s, lock: lock}, nil
 }
+
+// identify names the database of s's checkpoints, db's identity, read
+// once here if the pass resumes or writes checkpoints (Run reads it no
+// more), and refuses a Config.Resume that does not fit the pass
+// (Checkpoint.Fits), before any statement of the pass.
+func (s *Scavenger) identify(ctx context.Context, db store.Identifier) error {
+	s.ident = db
+	if s.cfg.Resume == nil && s.cfg.Checkpoint == nil {
+		return nil
+	}
+	id, err := s.identity(ctx)
+	if err != nil {
+		return err
+	}
+	s.ident = knownIdentity(id)
+	if s.cfg.Resume != nil {
+		return s.cfg.Resume.Fits(s.cfg, id)
+	}
+	return nil
+}
+
+// knownIdentity is a database identity already read.
+type knownIdentity string
+
+func (k knownIdentity) Identity(context.Context) (string, error) { return string(k), nil }
 
 // Close releases the pass's lock, once: later calls return the first's
 // error. Close a pass only once its Run has returned.

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -155,5 +157,70 @@ func TestBeginDryRun(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBeginResume: Begin asks Checkpoint.Fits of Config.Resume before the
+// pass makes a statement: a checkpoint of this database, partition and
+// rules is resumed from; one of another database, partition or rules is
+// refused at the resume step with ErrCheckpointMismatch, the database
+// unchanged and the lock released.
+func TestBeginResume(t *testing.T) {
+	ctx := context.Background()
+	db := newSQLite(t)
+	mustSeed(t, db, seed.Spec{Queues: 3, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
+	id, err := db.Identity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig()
+	cfg.Tables = []store.Table{store.V1, store.V2} // as Begin finds them: in the digest
+	fits := scavenger.Checkpoint{Version: scavenger.CheckpointVersion, Partition: cfg.Partition.String(), Settings: scavenger.SettingsDigest(cfg), Database: id}
+	for _, tc := range []struct {
+		name  string
+		spoil func(*scavenger.Checkpoint)
+	}{
+		{"another database", func(cp *scavenger.Checkpoint) { cp.Database = "sqlite:another" }},
+		{"another partition", func(cp *scavenger.Checkpoint) { cp.Partition = "1/2" }},
+		{"other rules", func(cp *scavenger.Checkpoint) {
+			cp.Settings = scavenger.SettingsDigest(scavenger.Config{Rules: scavenger.Rules{PastLiveHead: true}})
+		}},
+		{"another version", func(cp *scavenger.Checkpoint) { cp.Version++ }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := testdb.Digest(t, db)
+			cp := fits
+			tc.spoil(&cp)
+			if err := cp.Fits(cfg, id); !errors.Is(err, scavenger.ErrCheckpointMismatch) {
+				t.Fatalf("Fits: %v, want ErrCheckpointMismatch", err)
+			}
+			c := cfg
+			c.Resume = &cp
+			_, err := scavenger.Begin(ctx, db, c, scavenger.PassOptions{})
+			if setupStep(err) != scavenger.StepResume || !errors.Is(err, scavenger.ErrCheckpointMismatch) {
+				t.Fatalf("Begin: %v (step %q), want the resume step's ErrCheckpointMismatch", err, setupStep(err))
+			}
+			if got := testdb.Digest(t, db); got != before {
+				t.Fatal("a refused checkpoint changed the database")
+			}
+			l, err := db.LockRange(ctx, store.FullRange, false)
+			if err != nil {
+				t.Fatalf("after a refused checkpoint: %v, want the lock released", err)
+			}
+			l.Unlock()
+		})
+	}
+	if err := fits.Fits(cfg, id); err != nil {
+		t.Fatalf("Fits of the pass's own checkpoint: %v", err)
+	}
+	c := cfg
+	c.Resume = &fits
+	p, err := scavenger.Begin(ctx, db, c, scavenger.PassOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if st, err := p.Run(ctx); err != nil || !st.Resumed || st.TasksDeleted != 15 {
+		t.Fatalf("a pass resumed from a checkpoint of no positions: %+v, %v: want it resumed, every expired task deleted", st, err)
 	}
 }

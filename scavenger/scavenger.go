@@ -208,7 +208,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 			return Stats{Outcome: Failed}, err
 		}
 		if s.cfg.Resume != nil {
-			if err := s.cfg.Resume.match(s.cfg, id); err != nil {
+			if err := s.cfg.Resume.Fits(s.cfg, id); err != nil {
 				return Stats{Outcome: Failed}, err
 			}
 			log.Info("resuming from checkpoint", "partition", s.cfg.Partition.String(), "positions", s.cfg.Resume.Walks, "checksum", checksumState(s.cfg.Resume))

@@ -162,7 +162,11 @@ func (r *PartitionResult) setEarlier(earlier []AttemptTotals) {
 // Activities holds the partition activity of a worker connected to one
 // database.
 type Activities struct {
-	DB Database
+	// DB is the database the worker is connected to: every partition
+	// is set up through scavenger.Begin over it, and refused if the
+	// pass is meant for another database (its Identity). A
+	// *sqlstore.DB is one.
+	DB scavenger.PassDB
 	// Logger receives the activities' logs; nil: slog.Default().
 	Logger *slog.Logger
 	// Middleware wraps the store of every pass, as
@@ -184,119 +188,160 @@ type Activities struct {
 }
 
 // ScavengePartition scavenges one partition of a pass. It checks that its
-// worker reaches the pass's database, takes the partition's range lock,
-// resumes from the last heartbeat's checkpoint if this is a retry, and
-// heartbeats the pass's low-water marks as they advance. Cancellation
-// (delivered with a heartbeat) stops the pass at once, its statements
-// cancelled.
+// worker reaches the pass's database, sets the pass up through
+// scavenger.Begin (the partition's range lock, none for a dry run; the
+// schema check), resumes from the last heartbeat's checkpoint if this is
+// a retry and the checkpoint fits the pass, and heartbeats the pass's
+// low-water marks as they advance. Cancellation (delivered with a
+// heartbeat) stops the pass at once, its statements cancelled.
 func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (PartitionResult, error) {
-	log := a.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	info := activity.GetInfo(ctx)
-	d := in.Pass.WithDefaults()
 	res := PartitionResult{Partition: in.Partition, Attempt: info.Attempt}
-	if err := d.Validate(); err != nil {
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
-	}
-	cfg, err := d.Config(in.Partition)
+	d, cfg, err := partitionConfig(in)
 	if err != nil {
-		err = fmt.Errorf("%w: %w", ErrBadDescription, err)
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
+		return res, err
 	}
-	r := cfg.Partition.Range()
-	res.Range = r.String()
-	log = log.With("partition", cfg.Partition.String(), "range", r.String(), "attempt", info.Attempt)
-
-	id, err := a.DB.Identity(ctx)
+	res.Range = cfg.Partition.Range().String()
+	log := a.logger().With("partition", cfg.Partition.String(), "range", res.Range, "attempt", info.Attempt)
+	id, err := a.checkDatabase(ctx, d.DatabaseIdentity)
 	if err != nil {
-		return res, classify(err)
+		return res, err
 	}
-	if id != d.DatabaseIdentity {
-		err := fmt.Errorf("this worker is connected to database %s, the pass is meant for %s: it refuses to scavenge another database", id, d.DatabaseIdentity)
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeWrongDatabase, nil)
-	}
-	if err := a.DB.CheckSchema(ctx); err != nil {
-		return res, classify(err)
-	}
-	// A dry run takes no lock (as run's and serve's): its store refuses
-	// every write, so it neither waits for a real pass nor keeps one out.
-	var lock store.Lock
-	if !cfg.DryRun {
-		lock, err = a.DB.LockRange(ctx, r)
-		if err != nil {
-			return res, classify(err)
-		}
-		defer lock.Unlock()
-	}
-
-	p := Progress{Version: ProgressVersion, Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}
-	if activity.HasHeartbeatDetails(ctx) {
-		var last Progress
-		switch err := activity.GetHeartbeatDetails(ctx, &last); {
-		case err != nil:
-			log.Warn("heartbeat details unreadable: the partition starts from its first hash", "err", err)
-		case last.Partition != p.Partition || last.Partitions != p.Partitions:
-			log.Warn("heartbeat details of another partition: the partition starts from its first hash",
-				"recorded", fmt.Sprintf("%d/%d", last.Partition, last.Partitions))
-		default:
-			p.Earlier = resumeFrom(last)
-			if last.Checkpoint != nil {
-				p.Checkpoint = last.Checkpoint
-				res.Resumed, res.ResumedFrom = true, last.Checkpoint.Walks
-			}
-		}
-	}
+	p := a.startFrom(ctx, log, Progress{Version: ProgressVersion, Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}, cfg, id)
 	res.setEarlier(p.Earlier)
+	if p.Checkpoint != nil {
+		res.Resumed, res.ResumedFrom = true, p.Checkpoint.Walks
+	}
 	p.Counted = res.EarlierAttempts
 
-	cfg.Logger = log
-	cfg.Lock = lock
-	cfg.Middleware = a.Middleware
-	hb := newHeartbeater(ctx, p, hbInterval(info.HeartbeatTimeout))
-	hb.direct = a.DirectFinalHeartbeat
-	defer hb.stop()
+	// The heartbeater starts once the pass is set up: an attempt refused
+	// at its setup records no heartbeat, so the next one resumes from the
+	// last attempt that worked. The hook is called only while the pass
+	// runs, after hb is set.
+	var hb *heartbeater
+	cfg.Logger, cfg.Middleware, cfg.Resume = log, a.Middleware, p.Checkpoint
 	cfg.Checkpoint = func(_ context.Context, cp scavenger.Checkpoint) error {
 		hb.advance(&cp)
 		return nil
 	}
-	cfg.Resume = p.Checkpoint
+	// TablesAtRun: the digest of the partition's checkpoints carries the
+	// description's tables, as every build before Begin wrote them.
+	pass, err := scavenger.Begin(ctx, a.DB, cfg, scavenger.PassOptions{TablesAtRun: true})
+	if err != nil {
+		return res, classify(err)
+	}
+	defer pass.Close()
+	hb = newHeartbeater(ctx, p, hbInterval(info.HeartbeatTimeout))
+	hb.direct = a.DirectFinalHeartbeat
+	hb.watch(pass.Scavenger)
+	defer hb.stop()
 	stop := newStopper(ctx, a.shutdownTimeout(), log)
 	defer stop.close()
-	sc := scavenger.New(a.DB.Store(), cfg)
-	hb.watch(sc)
-	stop.watch(sc)
-	st, err := sc.Run(ctx)
-	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
-		// Written under other settings, or against another database's
-		// tables: start afresh, which redoes work and skips none.
-		log.Warn("the heartbeat's checkpoint does not fit this pass: the partition starts from its first hash", "err", err)
-		res.Resumed, res.ResumedFrom = false, nil
-		cfg.Resume = nil
-		sc = scavenger.New(a.DB.Store(), cfg)
-		hb.watch(sc)
-		stop.watch(sc)
-		st, err = sc.Run(ctx)
-	}
-	res.ThisAttempt.addStats(st)
-	res.ThisAttempt.Dropped = st.Dropped
+	stop.watch(pass.Scavenger)
+	st, err := pass.Run(ctx)
+	res.ThisAttempt = totalsOf(st)
 	res.Totals = res.EarlierAttempts
 	res.Totals.Add(res.ThisAttempt)
 	res.Outcome = string(st.Outcome)
-	if err == nil {
-		if res.Resumed {
-			log.Info("partition completed after resuming", "tasks_processed_this_attempt", res.ThisAttempt.TasksProcessed,
-				"tasks_processed_earlier", res.EarlierAttempts.TasksProcessed)
-		}
-		return res, nil
+	if err != nil {
+		return res, a.failed(ctx, log, hb, stop, st, err)
 	}
+	if res.Resumed {
+		log.Info("partition completed after resuming", "tasks_processed_this_attempt", res.ThisAttempt.TasksProcessed,
+			"tasks_processed_earlier", res.EarlierAttempts.TasksProcessed)
+	}
+	return res, nil
+}
+
+// logger is the activities' logger.
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.Default()
+	}
+	return a.Logger
+}
+
+// partitionConfig returns the description of in's pass, its defaults
+// filled in, and the scavenger configuration of in's partition; a
+// description or partition that cannot run is a non-retryable bad input.
+func partitionConfig(in PartitionInput) (PassDescription, scavenger.Config, error) {
+	d := in.Pass.WithDefaults()
+	if err := d.Validate(); err != nil {
+		return d, scavenger.Config{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
+	}
+	cfg, err := d.Config(in.Partition)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrBadDescription, err)
+		return d, cfg, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
+	}
+	return d, cfg, nil
+}
+
+// checkDatabase returns the identity of the worker's database, refusing
+// (non-retryable) a pass meant for another one.
+func (a *Activities) checkDatabase(ctx context.Context, want string) (string, error) {
+	id, err := a.DB.Identity(ctx)
+	if err != nil {
+		return "", classify(err)
+	}
+	if id != want {
+		err := fmt.Errorf("this worker is connected to database %s, the pass is meant for %s: it refuses to scavenge another database", id, want)
+		return "", temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeWrongDatabase, nil)
+	}
+	return id, nil
+}
+
+// startFrom returns the progress p of a new attempt with what the last
+// heartbeat of an earlier one carries: the earlier attempts' counts, and
+// its checkpoint if it belongs to the pass of cfg over the database id:
+// it fits the pass (scavenger.Checkpoint.Fits, the test Begin and Run
+// make too) and its positions the tables (Checkpoint.FitsTables, Run's
+// test). Details that cannot be read or are of another partition, or a
+// checkpoint that does not belong (written under other settings, against
+// another database's tables, or before the tables changed), are logged
+// and left: the partition starts from its first hash, which redoes work
+// and skips none, rather than fail on every retry.
+func (a *Activities) startFrom(ctx context.Context, log *slog.Logger, p Progress, cfg scavenger.Config, id string) Progress {
+	if !activity.HasHeartbeatDetails(ctx) {
+		return p
+	}
+	var last Progress
+	switch err := activity.GetHeartbeatDetails(ctx, &last); {
+	case err != nil:
+		log.Warn("heartbeat details unreadable: the partition starts from its first hash", "err", err)
+		return p
+	case last.Partition != p.Partition || last.Partitions != p.Partitions:
+		log.Warn("heartbeat details of another partition: the partition starts from its first hash",
+			"recorded", fmt.Sprintf("%d/%d", last.Partition, last.Partitions))
+		return p
+	}
+	p.Earlier = resumeFrom(last)
+	if last.Checkpoint == nil {
+		return p
+	}
+	err := last.Checkpoint.Fits(cfg, id)
+	if err == nil {
+		err = last.Checkpoint.FitsTables(ctx, a.DB)
+	}
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		log.Warn("the heartbeat's checkpoint does not fit this pass: the partition starts from its first hash", "err", err)
+		return p
+	}
+	// Not checked against the tables (the store's error): Run checks
+	// again, under the lock.
+	p.Checkpoint = last.Checkpoint
+	return p
+}
+
+// failed returns the activity's error for a pass that ended with st and
+// err, after its final heartbeat.
+func (a *Activities) failed(ctx context.Context, log *slog.Logger, hb *heartbeater, stop *stopper, st scavenger.Stats, err error) error {
 	// The attempt's last heartbeat: its position and exact counts, with
 	// nothing done after it. The SDK sends it before it reports the
 	// attempt's end. (Not after a timeout: the server no longer takes
 	// it, and keeps the last one before, the attempt's tail unknown.)
 	if ctx.Err() == nil || errors.Is(ctx.Err(), context.Canceled) {
-		hb.final(res.ThisAttempt)
+		hb.final(totalsOf(st))
 	}
 	cause := context.Cause(ctx)
 	switch {
@@ -305,9 +350,9 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 		// next attempt starts on another worker after the retry policy's
 		// initial interval, from the final heartbeat, instead of after the
 		// heartbeat timeout.
-		log.Info("partition interrupted: the worker is stopping", "outcome", res.Outcome,
+		log.Info("partition interrupted: the worker is stopping", "outcome", string(st.Outcome),
 			"queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
-		return res, temporal.NewApplicationErrorWithOptions("partition interrupted: the worker is stopping", ErrTypeWorkerShutdown,
+		return temporal.NewApplicationErrorWithOptions("partition interrupted: the worker is stopping", ErrTypeWorkerShutdown,
 			// Benign: expected on every redeploy, the SDK logs it at debug.
 			temporal.ApplicationErrorOptions{Cause: err, Details: []any{hb.progress()}, Category: temporal.ApplicationErrorCategoryBenign})
 	case errors.Is(ctx.Err(), context.Canceled) && cancelledByServer(cause):
@@ -315,17 +360,17 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 		// CanceledError, or NotFound once the activity is gone): reported
 		// as a cancellation and never retried; its details are the last
 		// progress.
-		log.Info("partition cancelled", "outcome", res.Outcome, "queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
-		return res, temporal.NewCanceledError(hb.progress())
+		log.Info("partition cancelled", "outcome", string(st.Outcome), "queues_processed", st.QueuesProcessed, "tasks_deleted", st.TasksDeleted)
+		return temporal.NewCanceledError(hb.progress())
 	case ctx.Err() != nil:
 		// Timed out, or the SDK gave up on a heartbeat (it cancels the
 		// activity when a heartbeat call fails for good): Temporal
 		// retries it, from the last heartbeat.
 		log.Warn("partition timed out or lost its heartbeat", "err", err, "cause", cause)
-		return res, ctx.Err()
+		return ctx.Err()
 	}
 	log.Error("partition failed", "err", err)
-	return res, classify(err, hb.progress())
+	return classify(err, hb.progress())
 }
 
 // cancelledByServer reports whether the cause the SDK cancelled an
@@ -436,6 +481,11 @@ func classify(err error, details ...any) error {
 		typ, retry = ErrTypeRefused, false
 	case errors.Is(err, store.ErrLockLost), errors.As(err, &jf):
 		typ = ErrTypePassFailed
+	case errors.Is(err, scavenger.ErrCheckpointMismatch):
+		// The pass refused the heartbeat's checkpoint that startFrom
+		// accepted: the tables changed in between (or could not be read
+		// then). The retry asks startFrom again, and starts afresh.
+		typ = ErrTypePassFailed
 	default:
 		// Unreachable, transient, or unknown: worth another attempt.
 		typ = ErrTypeUnavailable
@@ -528,11 +578,7 @@ func (h *heartbeater) record(cp *scavenger.Checkpoint, final bool) {
 		h.p.Checkpoint = cp
 	}
 	if h.sc != nil && !final {
-		var t Totals
-		st := h.sc.Stats()
-		t.addStats(st)
-		t.Dropped = st.Dropped
-		h.setThisAttempt(t)
+		h.setThisAttempt(totalsOf(h.sc.Stats()))
 	}
 	h.p.Final = final
 	activity.RecordHeartbeat(h.ctx, h.p)

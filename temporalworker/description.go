@@ -28,7 +28,7 @@ const (
 // Zero fields mean the scavenger's defaults (scavenger.Config).
 type PassDescription struct {
 	// DatabaseIdentity is the identity of the database the pass is meant
-	// for (see Database.Identity; `tqscavenger schedule create` reads it
+	// for (store.Identifier, as sqlstore.DB.Identity gives it; `tqscavenger schedule create` reads it
 	// from the database). Required: a worker connected to another
 	// database refuses the pass.
 	DatabaseIdentity string `json:"database_identity"`
@@ -193,18 +193,19 @@ type WouldDelete struct {
 	Queues int64 `json:"queues"`
 }
 
-// addStats adds a pass's stats to t.
-func (t *Totals) addStats(s scavenger.Stats) {
-	t.Add(Totals{
+// totalsOf returns the counts of a pass's stats.
+func totalsOf(s scavenger.Stats) Totals {
+	t := Totals{
 		QueuesListed: s.QueuesListed, QueuesProcessed: s.QueuesProcessed, QueuesDeleted: s.QueuesDeleted,
 		QueuesKept: s.QueuesKept, TasksProcessed: s.TasksProcessed, TasksDeleted: s.TasksDeleted,
 		TasksExpiredLeft: s.TasksExpiredLeft, OrphansFound: s.OrphansFound, OrphansLeft: s.OrphansLeft,
 		TasksUnknown: s.TasksUnknown, QueuesUnknown: s.QueuesUnknown, BadRows: s.BadRowCount,
-		FailedJobs: s.Errors, Retries: s.Retries,
-	})
-	if s.DryRun {
-		t.Add(Totals{WouldDelete: &WouldDelete{Tasks: s.WouldDeleteTasks, Queues: s.WouldDeleteQueues}})
+		FailedJobs: s.Errors, Retries: s.Retries, Dropped: s.Dropped,
 	}
+	if s.DryRun {
+		t.WouldDelete = &WouldDelete{Tasks: s.WouldDeleteTasks, Queues: s.WouldDeleteQueues}
+	}
+	return t
 }
 
 // Add adds o to t.

@@ -8,7 +8,8 @@
 // The workflow's input, a PassDescription, lives in Temporal's history: it
 // holds what a pass does (modes, grace, limits, N) and the identity of the
 // database it is meant for, never a DSN or a password. Each worker reaches
-// the database through its own settings (a Database), and refuses an
+// the database through its own settings (Activities.DB, a
+// scavenger.PassDB such as a *sqlstore.DB), and refuses an
 // activity meant for another database.
 //
 // The package depends on go.temporal.io/sdk; the rest of the module does

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -60,9 +61,12 @@ func (h *hookStore) DeleteQueues(ctx context.Context, t store.Table, fences []st
 	return h.s.DeleteQueues(ctx, t, fences)
 }
 
-// flakyDatabase is a Database whose hooks run before the real one's.
+// flakyDatabase is a worker's database whose Identity and LockRange a
+// test may fail or watch. It embeds the *sqlstore.DB, so the store's
+// optional interfaces (store.CommitSharer, store.OddHashFinder) stay
+// visible to the pass, as they are to a worker's.
 type flakyDatabase struct {
-	Database
+	*sqlstore.DB
 	identity  func(ctx context.Context) error
 	lockRange func(r store.HashRange, err error)
 }
@@ -73,11 +77,11 @@ func (f *flakyDatabase) Identity(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	return f.Database.Identity(ctx)
+	return f.DB.Identity(ctx)
 }
 
-func (f *flakyDatabase) LockRange(ctx context.Context, r store.HashRange) (store.Lock, error) {
-	l, err := f.Database.LockRange(ctx, r)
+func (f *flakyDatabase) LockRange(ctx context.Context, r store.HashRange, wait bool) (store.Lock, error) {
+	l, err := f.DB.LockRange(ctx, r, wait)
 	if f.lockRange != nil {
 		f.lockRange(r, err)
 	}
@@ -86,13 +90,13 @@ func (f *flakyDatabase) LockRange(ctx context.Context, r store.HashRange) (store
 
 // lockSpy closes unlocked when the first lock it handed out is released.
 type lockSpy struct {
-	Database
+	*sqlstore.DB
 	unlocked chan struct{}
 	once     sync.Once
 }
 
-func (s *lockSpy) LockRange(ctx context.Context, r store.HashRange) (store.Lock, error) {
-	l, err := s.Database.LockRange(ctx, r)
+func (s *lockSpy) LockRange(ctx context.Context, r store.HashRange, wait bool) (store.Lock, error) {
+	l, err := s.DB.LockRange(ctx, r, wait)
 	if err != nil {
 		return nil, err
 	}

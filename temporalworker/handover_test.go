@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -67,7 +69,7 @@ func activityEnv(t *testing.T, acts *Activities, beats *[]Progress, mu *sync.Mut
 func TestWorkerStopHandsOver(t *testing.T) {
 	db := seeded(t)
 	unlocked := make(chan struct{})
-	d := &lockSpy{Database: newDatabase(t, db), unlocked: unlocked}
+	d := &lockSpy{DB: newDatabase(t, db), unlocked: unlocked}
 	stop := make(chan struct{})
 	var lists atomic.Int32
 	var logs syncBuffer
@@ -158,7 +160,8 @@ func TestHeartbeatOfOlderBuild(t *testing.T) {
 	}
 
 	// Through the activity: the old checkpoint is of another database,
-	// so the partition starts afresh, and its result counts the old
+	// so it does not fit the pass (scavenger.Checkpoint.Fits): the partition
+	// starts afresh, not resumed, and its result counts the old
 	// attempts' work as a lower bound.
 	db := seeded(t)
 	d := newDatabase(t, db)
@@ -183,6 +186,9 @@ func TestHeartbeatOfOlderBuild(t *testing.T) {
 	if !res.LowerBound || len(res.UnknownTails) != 1 || res.UnknownTails[0] != "attempts 1-2" ||
 		res.EarlierAttempts != p.Counted || res.Totals.TasksDeleted != p.Counted.TasksDeleted+res.ThisAttempt.TasksDeleted {
 		t.Errorf("result %+v: want the old attempts' counts added, named as unknown tails, a lower bound", res)
+	}
+	if res.Resumed || res.ResumedFrom != nil || res.Outcome != string(scavenger.Completed) {
+		t.Errorf("result %+v: want a completed partition that did not resume from another database's checkpoint", res)
 	}
 }
 
@@ -238,5 +244,49 @@ func TestTotalsExactAfterRetry(t *testing.T) {
 		if res.Totals.TasksDeleted == 0 || res.Totals.TasksDeleted >= clean.TasksDeleted || res.LowerBound {
 			t.Errorf("failed pass: %d tasks deleted (lower bound %t), a whole pass %d: want the failed attempt's work, exact", res.Totals.TasksDeleted, res.LowerBound, clean.TasksDeleted)
 		}
+	}
+}
+
+// TestHeartbeatPastTheTable: a retry whose heartbeat's checkpoint fits
+// the pass (same database, partition, rules, a valid checksum) but holds
+// a position past the last row of its table (the table changed since),
+// which Checkpoint.FitsTables refuses, starts from its first hash instead
+// of failing as the pass would refuse it, and completes as a clean pass
+// does.
+func TestHeartbeatPastTheTable(t *testing.T) {
+	db := seeded(t)
+	d := newDatabase(t, db)
+	desc := describe(t, d, 1)
+	cfg, err := desc.Config(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := store.QueueKey{RangeHash: math.MaxUint32, ID: bytes.Repeat([]byte{0xff}, 40)}
+	cp := scavenger.Checkpoint{Version: scavenger.CheckpointVersion, Partition: cfg.Partition.String(), Settings: scavenger.SettingsDigest(cfg),
+		Database: identity(t, d), Walks: []scavenger.WalkPosition{{Walk: scavenger.WalkQueues, Table: store.V1, After: &past}}}
+	cp.Checksum = cp.Sum()
+	if err := cp.Fits(cfg, identity(t, d)); err != nil {
+		t.Fatalf("the checkpoint does not fit: %v", err)
+	}
+	var (
+		beats []Progress
+		mu    sync.Mutex
+	)
+	env := activityEnv(t, &Activities{DB: d, Logger: quiet()}, &beats, &mu)
+	env.SetHeartbeatDetails(Progress{Version: ProgressVersion, Partition: 0, Partitions: 1, Attempt: 1, Checkpoint: &cp, Final: true})
+	v, err := env.ExecuteActivity(PartitionActivityName, PartitionInput{Pass: desc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res PartitionResult
+	if err := v.Get(&res); err != nil {
+		t.Fatal(err)
+	}
+	clean, want := cleanPass(t, desc)
+	if res.Resumed || res.Outcome != string(scavenger.Completed) || res.ThisAttempt.TasksDeleted != clean.TasksDeleted {
+		t.Errorf("result %+v: want a completed partition, not resumed, that deleted what a clean pass does (%d tasks)", res, clean.TasksDeleted)
+	}
+	if got := digest(t, db); got != want {
+		t.Errorf("the partition left %s, a clean pass %s", got, want)
 	}
 }

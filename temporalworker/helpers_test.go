@@ -46,13 +46,14 @@ func seeded(t *testing.T) *sqlstore.DB {
 	return db
 }
 
-// newDatabase returns the Database of a worker connected to db.
-func newDatabase(t *testing.T, db *sqlstore.DB) *SQLDatabase {
-	return NewSQLDatabase(db)
+// newDatabase returns the database of a worker connected to db: db
+// itself, as `tqscavenger worker` passes it.
+func newDatabase(t *testing.T, db *sqlstore.DB) *sqlstore.DB {
+	return db
 }
 
 // identity returns d's identity.
-func identity(t *testing.T, d Database) string {
+func identity(t *testing.T, d scavenger.PassDB) string {
 	t.Helper()
 	id, err := d.Identity(context.Background())
 	if err != nil {
@@ -62,7 +63,7 @@ func identity(t *testing.T, d Database) string {
 }
 
 // describe returns a pass description for d with the pinned clock.
-func describe(t *testing.T, d Database, n int) PassDescription {
+func describe(t *testing.T, d scavenger.PassDB, n int) PassDescription {
 	return PassDescription{DatabaseIdentity: identity(t, d), Partitions: n, Now: now, Rules: scavenger.Rules{PastLiveHead: true}}
 }
 

@@ -176,12 +176,12 @@ func TestRetryableErrors(t *testing.T) {
 	t.Run("lock held", func(t *testing.T) {
 		db := seeded(t)
 		real := newDatabase(t, db)
-		held, err := real.LockRange(context.Background(), store.HashRange{Lo: 0, Hi: 10})
+		held, err := real.LockRange(context.Background(), store.HashRange{Lo: 0, Hi: 10}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var refused atomic.Int32
-		d := &flakyDatabase{Database: real, lockRange: func(r store.HashRange, err error) {
+		d := &flakyDatabase{DB: real, lockRange: func(r store.HashRange, err error) {
 			if errors.Is(err, store.ErrLocked) && refused.Add(1) == 1 {
 				held.Unlock() // the other pass ends
 			}
@@ -203,7 +203,7 @@ func TestRetryableErrors(t *testing.T) {
 		db := seeded(t)
 		real := newDatabase(t, db)
 		var calls atomic.Int32
-		d := &flakyDatabase{Database: real, identity: func(context.Context) error {
+		d := &flakyDatabase{DB: real, identity: func(context.Context) error {
 			calls.Add(1)
 			return fmt.Errorf("dial tcp 127.0.0.1:1: connect: connection refused: %w", sqlstore.ErrUnavailable)
 		}}
@@ -250,20 +250,20 @@ func partitionErrType(err error) string {
 func TestNonRetryableErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		db   func(t *testing.T) Database
-		desc func(t *testing.T, d Database) PassDescription
+		db   func(t *testing.T) scavenger.PassDB
+		desc func(t *testing.T, d scavenger.PassDB) PassDescription
 		want string
 	}{
-		{"another database", func(t *testing.T) Database { return newDatabase(t, seeded(t)) },
-			func(t *testing.T, d Database) PassDescription {
+		{"another database", func(t *testing.T) scavenger.PassDB { return newDatabase(t, seeded(t)) },
+			func(t *testing.T, d scavenger.PassDB) PassDescription {
 				desc := describe(t, d, 2)
 				desc.DatabaseIdentity = identity(t, newDatabase(t, seeded(t)))
 				return desc
 			}, ErrTypeWrongDatabase},
-		{"schema mismatch", func(t *testing.T) Database {
+		{"schema mismatch", func(t *testing.T) scavenger.PassDB {
 			db := testdb.OpenNew(t, testdb.Empty(t, sqlstore.SQLite), sqlstore.Options{Create: true})
 			return newDatabase(t, db)
-		}, func(t *testing.T, d Database) PassDescription { return describe(t, d, 1) }, ErrTypeSchemaMismatch},
+		}, func(t *testing.T, d scavenger.PassDB) PassDescription { return describe(t, d, 1) }, ErrTypeSchemaMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tc.db(t)
@@ -317,7 +317,7 @@ func TestNonRetryableErrors(t *testing.T) {
 func TestCancellationStopsThePass(t *testing.T) {
 	db := seeded(t)
 	unlocked := make(chan struct{})
-	d := &lockSpy{Database: newDatabase(t, db), unlocked: unlocked}
+	d := &lockSpy{DB: newDatabase(t, db), unlocked: unlocked}
 	var env *testsuite.TestWorkflowEnvironment
 	var once sync.Once
 	stopped := make(chan error, 1)
@@ -366,13 +366,13 @@ func TestCancellationStopsThePass(t *testing.T) {
 func TestDryRunTakesNoLock(t *testing.T) {
 	db := seeded(t)
 	real := newDatabase(t, db)
-	held, err := real.LockRange(context.Background(), store.FullRange)
+	held, err := real.LockRange(context.Background(), store.FullRange, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Unlock()
 	var asked atomic.Int32
-	d := &flakyDatabase{Database: real, lockRange: func(store.HashRange, error) { asked.Add(1) }}
+	d := &flakyDatabase{DB: real, lockRange: func(store.HashRange, error) { asked.Add(1) }}
 	env := newEnv(t, &Activities{DB: d, Logger: quiet()})
 	desc := describe(t, d, 2)
 	desc.DryRun = true

@@ -347,12 +347,23 @@ func (f *checkpointFlags) apply(cfg *scavenger.Config) error {
 	return nil
 }
 
-// finish returns the error of a pass that ended with st and err: a
-// checkpoint of another pass is a usage error, and a completed pass's
-// checkpoint file is removed, as nothing is left to resume.
-func (f *checkpointFlags) finish(st scavenger.Stats, err error) error {
+// refused returns the error of a pass scavenger.Begin or Run refused
+// before any work: a checkpoint of another pass (scavenger.Checkpoint.Fits,
+// at Begin) or whose positions lie past its tables' last rows (at Run) is
+// a usage error.
+func (f *checkpointFlags) refused(err error) error {
 	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
 		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", f.file, err)
+	}
+	return err
+}
+
+// finish returns the error of a pass that ended with st and err: a
+// checkpoint refused is a usage error, and a completed pass's checkpoint
+// file is removed, as nothing is left to resume.
+func (f *checkpointFlags) finish(st scavenger.Stats, err error) error {
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		return f.refused(err)
 	}
 	if err == nil && f.file != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
 		if rerr := os.Remove(f.file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
@@ -385,7 +396,7 @@ func (r *runCmd) run(ctx context.Context, inv *invocation) error {
 	}
 	p, err := scavenger.Begin(ctx, db, cfg, scavenger.PassOptions{WaitLock: r.waitLock})
 	if err != nil {
-		return explainLocked(err, cfg.Partition)
+		return r.cp.refused(explainLocked(err, cfg.Partition))
 	}
 	defer p.Close()
 	if cfg.DryRun {
@@ -459,8 +470,9 @@ func (r *runCmd) runShown(ctx context.Context, e *env, p *scavenger.Pass, db *sq
 	st, err := p.Run(ctx)
 	stopProgress()
 	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
-		// Bad input, refused before any work: no pass ran, so none is
-		// reported (no "outcome":"failed" beside exit status 2).
+		// Bad input (a position past its table's last row), refused
+		// before any work: no pass ran, so none is reported (no
+		// "outcome":"failed" beside exit status 2).
 		return st, err
 	}
 	if r.output == "json" {

@@ -134,8 +134,7 @@ func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags
 		return err
 	}
 	defer db.Close()
-	d := temporalworker.NewSQLDatabase(db)
-	id, err := d.Identity(ctx)
+	id, err := db.Identity(ctx)
 	if err != nil {
 		return fmt.Errorf("database identity: %w", err)
 	}
@@ -149,7 +148,7 @@ func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags
 	// only then does the worker stop and the client close (deferred):
 	// the next attempt starts on another worker at once.
 	w := worker.New(c, tf.taskQueue, temporalworker.WorkerOptions(maxActivities, stopTimeout))
-	temporalworker.Register(w, &temporalworker.Activities{DB: d, Logger: log, ShutdownTimeout: stopTimeout, DirectFinalHeartbeat: true})
+	temporalworker.Register(w, &temporalworker.Activities{DB: db, Logger: log, ShutdownTimeout: stopTimeout, DirectFinalHeartbeat: true})
 	log.Info("worker started", "db", db.DSN().String(), "database_identity", id,
 		"temporal", tf.cfg.Address, "temporal_namespace", tf.cfg.Namespace, "temporal_profile", tf.profileName, "task_queue", tf.taskQueue)
 	stop := make(chan any)
