@@ -257,9 +257,10 @@ func proveShards(ctx context.Context, er store.ExecutionReader, cluster string) 
 	refuse := func(format string, a ...any) (int32, error) {
 		return 0, fmt.Errorf("%w: %s", ErrClosedWorkflowsRefused, fmt.Sprintf(format, a...))
 	}
+	failed := func(err error) (int32, error) { return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err) }
 	rows, err := er.ClusterMetadata(ctx)
 	if err != nil {
-		return refuse("read cluster_metadata_info: %v", err)
+		return failed(err)
 	}
 	var row *store.ClusterMetadataRow
 	for i := range rows {
@@ -286,7 +287,7 @@ func proveShards(ctx context.Context, er store.ExecutionReader, cluster string) 
 	}
 	ids, err := er.ShardIDs(ctx)
 	if err != nil {
-		return refuse("read shards: %v", err)
+		return failed(err)
 	}
 	if len(ids) != int(n) || ids[0] != 1 || ids[len(ids)-1] != n {
 		return refuse("cluster %q has %d history shards, but shards holds %d ids (%s)", row.ClusterName, n, len(ids), span(ids))
@@ -298,7 +299,7 @@ func proveShards(ctx context.Context, er store.ExecutionReader, cluster string) 
 	}
 	top, any, err := er.MaxExecutionShard(ctx)
 	if err != nil {
-		return refuse("read executions: %v", err)
+		return failed(err)
 	}
 	if !any {
 		return n, nil
@@ -308,7 +309,7 @@ func proveShards(ctx context.Context, er store.ExecutionReader, cluster string) 
 	}
 	sample, err := er.SampleExecutions(ctx, ids, 2)
 	if err != nil {
-		return refuse("sample executions: %v", err)
+		return failed(err)
 	}
 	for _, k := range sample {
 		ns := wire.NamespaceID(k.NamespaceID).String()

@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"errors"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +135,51 @@ func TestExecutionReaderNoTables(t *testing.T) {
 			t.Fatal("GetExecutions without the table: no error")
 		}
 	})
+}
+
+// TestExecutionReaderNoPrivilege: a user who may not read a history table
+// gets store.ErrNoPrivilege naming the table, on the server engines.
+func TestExecutionReaderNoPrivilege(t *testing.T) {
+	for _, e := range []sqlstore.Engine{sqlstore.Postgres, sqlstore.MySQL} {
+		t.Run(string(e), func(t *testing.T) {
+			t.Parallel()
+			db := testdb.Open(t, e)
+			testdb.CreateHistoryTables(t, db)
+			var dsn string
+			if e == sqlstore.MySQL {
+				u, _ := testdb.MySQLUser(t)
+				name := u.User.Username()
+				testdb.Exec(t, db, "REVOKE ALL PRIVILEGES, GRANT OPTION FROM '"+name+"'@'%'")
+				testdb.Exec(t, db, "GRANT SELECT ON "+db.DSN().Database()+".tasks TO '"+name+"'@'%'")
+				u.Path = db.DSN().URL.Path
+				dsn = u.String()
+			} else {
+				u := *db.DSN().URL
+				schema := u.Query().Get("search_path")
+				role := schema + "_hist"
+				testdb.Exec(t, db, "CREATE ROLE "+role+" LOGIN")
+				t.Cleanup(func() {
+					testdb.Exec(t, db, "DROP OWNED BY "+role)
+					testdb.Exec(t, db, "DROP ROLE "+role)
+				})
+				testdb.Exec(t, db, "GRANT USAGE ON SCHEMA "+schema+" TO "+role)
+				testdb.Exec(t, db, "GRANT SELECT ON "+schema+".tasks TO "+role)
+				u.User = url.User(role)
+				dsn = u.String()
+			}
+			reader, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reader.Close()
+			_, err = reader.ClusterMetadata(ctx)
+			if !errors.Is(err, store.ErrNoPrivilege) || !strings.Contains(err.Error(), "cluster_metadata_info") {
+				t.Fatalf("ClusterMetadata = %v, want ErrNoPrivilege naming the table", err)
+			}
+			_, err = reader.GetExecutions(ctx, []store.ExecutionKey{{WorkflowID: "x"}})
+			if !errors.Is(err, store.ErrNoPrivilege) || !strings.Contains(err.Error(), "executions") {
+				t.Fatalf("GetExecutions = %v, want ErrNoPrivilege naming the table", err)
+			}
+		})
+	}
 }
