@@ -128,6 +128,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		"queues-listed":  "10",
 		"queues-deleted": "0",
 		"tasks-deleted":  "480",
+		"pace-mode":      "gentle",
 		"dsn":            "postgres://temporal:xxxxx@postgres.internal:5432/temporal",
 	}
 	for id, want := range checks {

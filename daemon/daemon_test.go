@@ -697,10 +697,16 @@ func TestMetricsLive(t *testing.T) {
 		{"tqscavenger_tasks_deleted_total", []string{"table", "v1", "reason", "expired"}, 300},
 		{"tqscavenger_tasks_deleted_total", []string{"table", "v2", "reason", "orphan"}, 0},
 		{"tqscavenger_next_pass_timestamp_seconds", nil, 0},
+		{"tqscavenger_pace", []string{"pace", "gentle"}, 1},
+		{"tqscavenger_pace", []string{"pace", "full"}, 0},
 	} {
 		if got := metric(t, reg, c.name, c.labels...); got != c.want {
 			t.Errorf("during the pass: %s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+	// The held statement is in flight, within the controller's limit.
+	if n, limit := metric(t, reg, "tqscavenger_pace_in_flight"), metric(t, reg, "tqscavenger_pace_in_flight_limit"); n < 1 || limit < 1 {
+		t.Errorf("during the pass: pace_in_flight %v, limit %v; want the held statement in flight within a limit of at least 1", n, limit)
 	}
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -45,6 +45,7 @@ var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 	"when":  formatTime,
 	"dur":   formatDuration,
 	"count": formatCount,
+	"pct":   func(f float64) float64 { return 100 * f },
 }).Parse(statusHTML))
 
 // statusView is the status page's data.

@@ -287,6 +287,7 @@ func newRegistry(d *Daemon) *prometheus.Registry {
 	reg.MustRegister(
 		build,
 		newCollector(d),
+		newPaceCollector(d),
 		newAlertCollector(d),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

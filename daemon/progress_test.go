@@ -79,6 +79,7 @@ func TestStatusPageProgress(t *testing.T) {
 		"queues-done":   strconv.FormatInt(before.Done, 10),
 		"queues-listed": strconv.Itoa(queues),
 		"percent":       strconv.Itoa(before.Percent),
+		"pace-mode":     "gentle",
 	} {
 		if got := field(id); got != want {
 			t.Errorf("#%s = %q, want %q", id, got, want)

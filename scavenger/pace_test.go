@@ -105,15 +105,15 @@ func TestYielderRebase(t *testing.T) {
 	ctx := context.Background()
 	now = now.Add(rebaseEvery)
 	for i := range rebaseStatements {
-		quiet, err := y.acquire(ctx)
-		if err != nil || !quiet {
-			t.Fatalf("statement %d of the re-measure: quiet %v, %v", i, quiet, err)
+		tk, err := y.acquire(ctx)
+		if err != nil || !tk.quiet {
+			t.Fatalf("statement %d of the re-measure: quiet %v, %v", i, tk.quiet, err)
 		}
 		if !y.rebasing || y.running != 1 {
 			t.Fatalf("statement %d: rebasing %v, %d running; want one at a time", i, y.rebasing, y.running)
 		}
 		y.observe("ScanTasks", 100, 4*ms, true)
-		y.release(ctx, 4*ms, true)
+		y.release(ctx, 4*ms, tk)
 	}
 	if pauses != 1 {
 		t.Fatalf("%d pauses in a re-measure, want 1", pauses)
@@ -160,5 +160,36 @@ func TestYielderSQLiteDuty(t *testing.T) {
 	feed(y, 30, time.Millisecond)
 	if y.share != 1 {
 		t.Fatalf("no whole-database lock: share %g, want 1", y.share)
+	}
+}
+
+// TestYielderStuckStatement: a statement in flight for stuckAfter (waiting
+// on a lock, say) no longer counts against the slots, so one blocked
+// statement does not stall a gentle pass; before that it does.
+func TestYielderStuckStatement(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2, SlowStatement: time.Second}, Hooks: Hooks{Logger: quietLog()}}, nil)
+	y.now = func() time.Time { return now }
+	y.lastRebase = now
+	ctx := context.Background()
+	held, err := y.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := y.active(); n != 1 || n < y.allowed {
+		t.Fatalf("%d active of %d allowed: a second statement would not wait", n, y.allowed)
+	}
+	now = now.Add(2 * time.Second) // 2 × the slow statement
+	next, err := y.acquire(ctx)    // goes at once: the held one no longer counts
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.running != 2 {
+		t.Fatalf("%d running, want the held statement and the next", y.running)
+	}
+	y.release(ctx, 0, next)
+	y.release(ctx, 0, held)
+	if y.running != 0 || len(y.starts) != 0 {
+		t.Fatalf("%d running, %d starts kept after both released", y.running, len(y.starts))
 	}
 }

@@ -61,6 +61,8 @@ type Scavenger struct {
 	// its Run returns.
 	hard context.CancelCauseFunc
 	done chan struct{}
+	// pacer is the running (or last) pass's controller.
+	pacer *yielder
 
 	// onYielder, if set (by a test in this package, never by New),
 	// receives the yielder of each pass with YieldToLoad, so the test can
@@ -132,13 +134,16 @@ func (s *Scavenger) Shutdown(ctx context.Context) error {
 // Stats returns the counts of the running pass, or of the last one.
 func (s *Scavenger) Stats() Stats {
 	s.mu.Lock()
-	c, ex, started := s.c, s.exec, s.started
+	c, ex, started, pacer := s.c, s.exec, s.started, s.pacer
 	s.mu.Unlock()
 	if c == nil {
 		return Stats{}
 	}
 	st := c.snapshot()
 	st.Started = started
+	if pacer != nil {
+		st.Pace = pacer.state()
+	}
 	if ex != nil {
 		es := ex.Stats()
 		st.Deferred, st.Dropped = es.Deferred, es.Dropped
@@ -198,6 +203,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 
 	p := &pass{cfg: s.cfg, book: s.book, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st, p.pacer = s.stack(&p.refused, p.batch)
+	s.mu.Lock()
+	s.pacer = p.pacer
+	s.mu.Unlock()
 	p.raw = s.st
 	p.rng = s.cfg.Partition.Range()
 	p.spread, p.pipeline = s.commitPattern()

@@ -100,6 +100,10 @@ type Stats struct {
 	// its jobs' causes are in FailuresByCause); empty for other outcomes.
 	Cause Cause
 
+	// Pace is the pace's controller's state, now (while the pass runs) or
+	// at the end.
+	Pace PaceState
+
 	// Tables breaks the counts down by table version.
 	Tables map[store.Table]TableStats
 

@@ -54,7 +54,7 @@ import (
 // one statement in flight, share at least yieldMinShare, no pause longer
 // than yieldMaxPause, batches of at least yieldMinBatch rows. A pass at
 // the floor that still sees harm logs that it cannot be gentler
-// (Stats.PaceFloorHits counts it): on one statement at a time a gentle
+// (Stats.Pace.FloorHits counts it): on one statement at a time a gentle
 // pass takes at most 1/yieldMinShare = 8 times as long as it would one
 // statement at a time without pauses.
 //
@@ -103,12 +103,18 @@ type yielder struct {
 	batchCeil int
 	// maxShare is 1, or yieldSQLiteDuty on a whole-database writer.
 	maxShare float64
+	// stuckAfter is how long a statement may run before it no longer
+	// counts against allowed: one waiting on a lock (or a test's hook)
+	// must not stall the pass.
+	stuckAfter time.Duration
 
 	mu   sync.Mutex
 	slot sync.Cond // a slot freed, allowed grew, the pace changed, or stop
 	// full is the pace PaceFull: no cap, no pause, no adjustment.
 	full     bool
 	running  int
+	starts   map[uint64]time.Time // of the statements running, by ticket
+	nextID   uint64
 	allowed  int
 	share    float64
 	batchCap int
@@ -153,6 +159,10 @@ func newYielder(cfg Config, stop <-chan struct{}) *yielder {
 		factor: cfg.YieldFactor, workers: max(1, cfg.Workers), log: cfg.Logger, now: time.Now, sleep: sleepCtx, stop: stop,
 		allowed: 1, share: 1, kinds: map[yieldKind]*yieldWindow{}, minAllowed: 1, minShare: 1, maxShare: 1,
 		full: cfg.Mode == PaceFull, batchCeil: max(1, cfg.TaskBatchSize), batchCap: max(1, cfg.TaskBatchSize),
+		stuckAfter: 2 * cfg.SlowStatement, starts: map[uint64]time.Time{},
+	}
+	if y.stuckAfter <= 0 {
+		y.stuckAfter = 2 * time.Second
 	}
 	y.lastRebase = y.now()
 	y.slot.L = &y.mu
@@ -200,17 +210,47 @@ func yieldMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, batch *ba
 	return func(next store.Store) store.Store { return &yieldStore{next: next, y: y} }, y
 }
 
-// acquire waits for a slot: fewer than allowed statements running. It
-// reports whether the statement is one of a re-measure's quiet ones.
-func (y *yielder) acquire(ctx context.Context) (quiet bool, err error) {
+// ticket is a statement's slot: its id, and whether it is one of a
+// re-measure's quiet statements.
+type ticket struct {
+	id    uint64
+	quiet bool
+}
+
+// active is the statements running that count against allowed: those
+// running for less than stuckAfter (under mu). It also returns when the
+// next of them stops counting (zero: none).
+func (y *yielder) active() (n int, next time.Time) {
+	now := y.now()
+	for _, t := range y.starts {
+		if end := t.Add(y.stuckAfter); now.Before(end) {
+			n++
+			if next.IsZero() || end.Before(next) {
+				next = end
+			}
+		}
+	}
+	return n, next
+}
+
+// take starts a statement in a slot (under mu).
+func (y *yielder) take(quiet bool) ticket {
+	y.running++
+	y.nextID++
+	y.starts[y.nextID] = y.now()
+	return ticket{id: y.nextID, quiet: quiet}
+}
+
+// acquire waits for a slot: fewer than allowed statements running (a
+// statement running for stuckAfter no longer counts).
+func (y *yielder) acquire(ctx context.Context) (ticket, error) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	if !y.full && !y.rebasing && y.now().Sub(y.lastRebase) >= rebaseEvery {
 		y.startRebase()
 	}
-	if y.full || (!y.rebasing && y.running < y.allowed) {
-		y.running++
-		return false, nil
+	if n, _ := y.active(); y.full || (!y.rebasing && n < y.allowed) {
+		return y.take(false), nil
 	}
 	broadcast := func() {
 		y.mu.Lock()
@@ -236,24 +276,31 @@ func (y *yielder) acquire(ctx context.Context) (quiet bool, err error) {
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return false, err
+			return ticket{}, err
 		}
 		select {
 		case <-y.stop:
-			return false, ErrShutdown
+			return ticket{}, ErrShutdown
 		default:
 		}
+		n, next := y.active()
 		switch {
 		case y.full:
-			y.running++
-			return false, nil
-		case y.rebasing && y.running == 0 && !y.idle:
+			return y.take(false), nil
+		case y.rebasing && n == 0 && !y.idle:
 			return y.quietSlot(ctx)
-		case !y.rebasing && y.running < y.allowed:
-			y.running++
-			return false, nil
+		case !y.rebasing && n < y.allowed:
+			return y.take(false), nil
+		}
+		// A statement that stops counting frees a slot too.
+		var timer *time.Timer
+		if !next.IsZero() {
+			timer = time.AfterFunc(next.Sub(y.now())+time.Millisecond, broadcast)
 		}
 		y.slot.Wait()
+		if timer != nil {
+			timer.Stop()
+		}
 	}
 }
 
@@ -271,8 +318,8 @@ func (y *yielder) startRebase() {
 
 // quietSlot takes the one slot of a re-measure, after its pause if it is
 // the first (under mu, which it releases while it pauses).
-func (y *yielder) quietSlot(ctx context.Context) (bool, error) {
-	y.running++
+func (y *yielder) quietSlot(ctx context.Context) (ticket, error) {
+	t := y.take(true)
 	if !y.paused {
 		y.paused, y.idle = true, true
 		y.mu.Unlock()
@@ -281,7 +328,7 @@ func (y *yielder) quietSlot(ctx context.Context) (bool, error) {
 		y.idle = false
 		y.setProbeBaseline()
 	}
-	return true, nil
+	return t, nil
 }
 
 // setProbeBaseline makes the median of the probe's samples in the pause,
@@ -324,10 +371,10 @@ func pauseFor(d time.Duration, share float64) time.Duration {
 
 // release frees the slot after the pause the share asks for. A quiet
 // statement of a re-measure does not pause.
-func (y *yielder) release(ctx context.Context, d time.Duration, quiet bool) {
+func (y *yielder) release(ctx context.Context, d time.Duration, t ticket) {
 	y.mu.Lock()
 	share := y.share
-	if y.full || quiet {
+	if y.full || t.quiet {
 		share = 1
 	}
 	y.mu.Unlock()
@@ -342,6 +389,7 @@ func (y *yielder) release(ctx context.Context, d time.Duration, quiet bool) {
 	}
 	y.mu.Lock()
 	y.running--
+	delete(y.starts, t.id)
 	y.slot.Broadcast()
 	y.mu.Unlock()
 }
@@ -490,10 +538,11 @@ var _ store.Store = (*yieldStore)(nil)
 // call runs f in a slot and observes it as method; f returns the rows it
 // read or deleted.
 func (s *yieldStore) call(ctx context.Context, method string, f func() (int, error)) error {
-	quiet, err := s.y.acquire(ctx)
+	t, err := s.y.acquire(ctx)
 	if err != nil {
 		return err
 	}
+	quiet := t.quiet
 	start := s.y.now()
 	n, err := f()
 	d := s.y.now().Sub(start)
@@ -508,7 +557,7 @@ func (s *yieldStore) call(ctx context.Context, method string, f func() (int, err
 		}
 		s.y.mu.Unlock()
 	}
-	s.y.release(ctx, d, quiet)
+	s.y.release(ctx, d, t)
 	return err
 }
 

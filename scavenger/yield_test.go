@@ -73,7 +73,8 @@ func TestYielderSlots(t *testing.T) {
 	stop := make(chan struct{})
 	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, stop)
 	ctx := context.Background()
-	if _, err := y.acquire(ctx); err != nil {
+	first, err := y.acquire(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	// allowed is 1: a second caller waits until shutdown.
@@ -83,7 +84,7 @@ func TestYielderSlots(t *testing.T) {
 	if err := <-done; err != ErrShutdown {
 		t.Fatalf("waiter after shutdown: %v, want ErrShutdown", err)
 	}
-	y.release(ctx, 0, false)
+	y.release(ctx, 0, first)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	y.allowed = 0 // nothing may start: only the context ends the wait
@@ -189,27 +190,27 @@ func TestPaceTunedMidPass(t *testing.T) {
 	tune := newTunables(cfg)
 	var y *yielder
 	yieldMiddleware(cfg, tune, nil, nil, nil, func(got *yielder) { y = got })
+	y.stuckAfter = time.Hour // only the pace may let the waiter go
 	waiting := make(chan struct{})
 	y.onWait = func() { close(waiting) }
 	ctx := context.Background()
-	if _, err := y.acquire(ctx); err != nil { // the one slot of the slow start
+	first, err := y.acquire(ctx) // the one slot of the slow start
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() { _, err := y.acquire(ctx); got <- err }()
+	got := make(chan ticket, 1)
+	go func() { tk, _ := y.acquire(ctx); got <- tk }()
 	<-waiting
 	full := cfg
 	full.Mode = PaceFull
 	tune.set(full)
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	second := <-got
 	tune.set(cfg)
 	if y.full {
 		t.Fatal("still full after Tune set gentle")
 	}
-	y.release(ctx, 0, false)
-	y.release(ctx, 0, false)
+	y.release(ctx, 0, first)
+	y.release(ctx, 0, second)
 	if y.running != 0 {
 		t.Fatalf("%d running after both released", y.running)
 	}

@@ -35,6 +35,14 @@ func TestPaceFlag(t *testing.T) {
 			t.Fatalf("%v: %v tasks deleted, %d gone", args, n, before-countTasks(t, db))
 		}
 		deleted[strings.Join(args, " ")] = n
+		pace, _ := st["pace"].(map[string]any)
+		wantMode := "gentle"
+		if len(args) == 2 && args[1] == "full" {
+			wantMode = "full"
+		}
+		if pace["mode"] != wantMode {
+			t.Errorf("%v: --output json's pace %v, want mode %s", args, st["pace"], wantMode)
+		}
 		warned := strings.Contains(errOut, "warning: --yield-to-load is deprecated")
 		if warned != (len(args) == 1) {
 			t.Errorf("%v: deprecation warning %v:\n%s", args, warned, errOut)

@@ -608,6 +608,7 @@ func statsMap(st scavenger.Stats, statements int64) map[string]any {
 		"retries":            st.Retries,
 		"bad_rows":           st.BadRowCount,
 		"elapsed_seconds":    st.Elapsed.Seconds(),
+		"pace":               st.Pace,
 	}
 	if st.DryRun {
 		m["would_delete"] = map[string]int64{"tasks": st.WouldDeleteTasks, "queues": st.WouldDeleteQueues}

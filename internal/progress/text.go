@@ -48,11 +48,14 @@ func Text(st scavenger.Stats, dryRun bool, width int) string {
 		item{fmt.Sprintf("%d tasks examined", st.TasksProcessed), 5},
 		item{st.Elapsed.Round(time.Second).String() + " elapsed", 6},
 	)
+	if p := paceText(st.Pace); p != "" {
+		items = append(items, item{p, 7})
+	}
 	prefix := ""
 	if dryRun {
 		prefix = "dry run: "
 	}
-	for rank := 6; ; rank-- {
+	for rank := 7; ; rank-- {
 		var parts []string
 		for _, it := range items {
 			if it.rank <= rank {
@@ -73,6 +76,29 @@ func cut(s string, width int) string {
 	}
 	if len(s) > width {
 		return s[:width]
+	}
+	return s
+}
+
+// paceText is the pace's part of the line: the pace, and at the gentle
+// one the controller's statements at once and its last signal against its
+// quiet baseline; "" for a pass that reported none.
+func paceText(p scavenger.PaceState) string {
+	switch {
+	case p.Mode == "":
+		return ""
+	case p.Mode == scavenger.PaceFull:
+		return "pace full"
+	}
+	s := fmt.Sprintf("pace gentle %d/%d at once", p.InFlight, p.Allowed)
+	if p.Share < 1 {
+		s += fmt.Sprintf(" %.0f%% busy", 100*p.Share)
+	}
+	if p.Ratio > 0 {
+		s += fmt.Sprintf(" %.1fx baseline", p.Ratio)
+	}
+	if p.FloorHits > 0 {
+		s += " (at its floor)"
 	}
 	return s
 }
