@@ -275,10 +275,11 @@ func (c *connFlags) temporal(ctx context.Context, password bool) (connect.Target
 	pw := ""
 	if password {
 		if pw, err = s.ResolvePassword(ctx); err != nil {
-			return connect.Target{}, err
+			return connect.Target{}, cfg.MaskError(err)
 		}
 	}
-	return connect.Temporal(s, pw)
+	t, err := connect.Temporal(s, pw)
+	return t, cfg.MaskError(err)
 }
 
 // open opens the database the flags name, after layer; warn gets the

@@ -232,11 +232,10 @@ func layer(fs *pflag.FlagSet, noEnv ...string) (map[string]origin, error) {
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {
-			shown := v
-			if secretFlags[f.Name] {
-				shown = "xxxxx"
-			}
-			errs = append(errs, fmt.Sprintf("%s=%q: %v", name, shown, err))
+			// The value is never shown, only the variable's name: a
+			// variable may hold a secret, and the flag's own error
+			// quotes the value it refused.
+			errs = append(errs, fmt.Sprintf("%s: %s", name, strings.ReplaceAll(err.Error(), v, "$"+name)))
 			return
 		}
 		out[f.Name] = origin{fromEnv, name}

@@ -48,6 +48,9 @@ type Config struct {
 	// unset are the environment variables the template names that are
 	// not set, for the hint of a missing datastore (names, never values).
 	unset []string
+	// env are the variables the template read and their values, masked
+	// in its errors (mask.go).
+	env []envValue
 
 	Persistence struct {
 		// DefaultStore names the datastore of Temporal's own data, task
@@ -128,16 +131,17 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("read the Temporal config: %w", err)
 	}
 	var unset []string
+	var env []envValue
 	if templating(b) {
-		unset = unsetVars(b)
+		unset, env = unsetVars(b), readVars(b)
 		if b, err = expand(path, b, environ()); err != nil {
-			return nil, err
+			return nil, masked(err, env)
 		}
 	}
 	var c Config
-	c.unset = unset
+	c.unset, c.env = unset, env
 	if err := yaml.Unmarshal(b, &c); err != nil {
-		msg := strings.Join(strings.Fields(scrub(err.Error(), passwords(b))), " ")
+		msg := strings.Join(strings.Fields(maskEnv(scrub(err.Error(), passwords(b)), env)), " ")
 		return nil, fmt.Errorf("%s: not a Temporal server config: %s", path, msg)
 	}
 	c.Path = path
@@ -437,6 +441,14 @@ const noValue = "<no value>"
 // Store returns the SQL datastore name, or the default store if name is
 // "". A datastore of another kind is refused with ErrNotSQL.
 func (c *Config) Store(name string) (*SQL, error) {
+	s, err := c.store(name)
+	if err != nil {
+		return nil, c.MaskError(err)
+	}
+	return s, nil
+}
+
+func (c *Config) store(name string) (*SQL, error) {
 	p := &c.Persistence
 	if name == "" {
 		if name = p.DefaultStore; name == "" {
@@ -519,7 +531,8 @@ func (s *SQL) check() error {
 // ResolvePassword returns the datastore's password: password, or the
 // output of passwordCommand without its trailing newlines, as Temporal
 // runs it (30 s unless its timeout says otherwise). Its errors never
-// hold the command's output.
+// hold the command's output; pass them through the Config's MaskError,
+// as the command may come from the environment.
 func (s *SQL) ResolvePassword(ctx context.Context) (string, error) {
 	pc := s.PasswordCommand
 	if pc == nil {
