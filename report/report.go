@@ -75,6 +75,9 @@ type Report struct {
 	NamespaceNamesError string `json:"namespace_names_error,omitempty"`
 	// Modes says what each mode would delete; empty unless Options.Modes.
 	Modes []WouldDelete `json:"modes,omitempty"`
+	// ClosedWorkflows is what the closed-workflow rule would delete, per
+	// queue; nil unless Options.ClosedWorkflows.
+	ClosedWorkflows []ClosedQueue `json:"closed_workflows,omitempty"`
 	// BadRows lists the first MaxBadRows rows counted in the tables' bad
 	// rows; BadRowsNotListed counts the others.
 	BadRows          []BadRow `json:"bad_rows,omitempty"`
@@ -96,6 +99,14 @@ type Options struct {
 	// Modes adds a dry run of each scavenger mode (Temporal's, the
 	// default, and each opt-in rule) to the report.
 	Modes bool
+	// ClosedWorkflows adds a dry run of the default mode with the
+	// closed-workflow rule, and its counts per queue (closed.go); it
+	// needs Temporal's history tables. ClosedCluster and ClosedGlobal
+	// are the rule's scavenger.Rules.ClusterName and
+	// ClosedWorkflowsGlobal.
+	ClosedWorkflows bool
+	ClosedCluster   string
+	ClosedGlobal    bool
 }
 
 // Take walks every queue row, every subqueue and every orphaned task of the
@@ -135,6 +146,11 @@ func Take(ctx context.Context, st store.Store, o Options) (*Report, error) {
 	}
 	if o.Modes {
 		if err := r.dryRuns(ctx, st, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.ClosedWorkflows {
+		if err := r.closedDryRun(ctx, st, o); err != nil {
 			return nil, err
 		}
 	}
@@ -354,6 +370,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "\nnamespace names not read: %s\n", r.NamespaceNamesError)
 	}
 	if err := r.writeBadRows(w); err != nil {
+		return err
+	}
+	if err := r.writeClosed(w); err != nil {
 		return err
 	}
 	if len(r.Modes) == 0 {

@@ -296,6 +296,13 @@ type Hooks struct {
 	// happened, trace or count calls. A middleware must pass each call on
 	// unchanged to keep the pass's guarantees.
 	Middleware []store.Middleware
+	// OnTasksDeleted, if set, is told of the tasks of one queue a queue
+	// job deleted (in a dry run: would have deleted) for a reason, for
+	// counts per queue (report's closed-workflow breakdown). It is called
+	// from the pass's workers, concurrently, and must be quick. Window
+	// jobs (small queues in the default mode without ClosedWorkflows) and
+	// the orphan scan do not call it.
+	OnTasksDeleted func(t store.Table, queue store.QueueKey, r Reason, n int64)
 }
 
 // OrphanPolicy selects which orphaned tasks a pass deletes.

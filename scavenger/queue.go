@@ -348,6 +348,9 @@ func (j *queueJob) deleteRange(ctx context.Context, q store.QueueKey, rg store.T
 func (j *queueJob) countDeleted(n int64, r Reason) {
 	j.p.c.deleted(j.table, r, n)
 	j.deleted += int(n)
+	if h := j.p.cfg.OnTasksDeleted; h != nil && n > 0 {
+		h(j.table, j.key, r, n)
+	}
 }
 
 // queueVerdict asks the rule book whether the queue row may go;

@@ -6,6 +6,7 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/tqscavenger/tqscavenger/report"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
@@ -30,5 +31,14 @@ func (f *closedFlags) apply(c *scavenger.Config) error {
 		return usagef("--closed-workflows is tqscavenger's rule: leave out --compat=temporal to use it")
 	}
 	c.ClosedWorkflows, c.ClosedWorkflowsGlobal, c.ClusterName = f.on, f.global, f.cluster
+	return nil
+}
+
+// report sets the rule's dry run in report's options.
+func (f *closedFlags) report(o *report.Options) error {
+	if (f.global || f.cluster != "") && !f.on {
+		return usagef("--closed-global and --closed-cluster go with --closed-workflows")
+	}
+	o.ClosedWorkflows, o.ClosedCluster, o.ClosedGlobal = f.on, f.cluster, f.global
 	return nil
 }
