@@ -227,6 +227,11 @@ type Options struct {
 	// RawPageSize and RawBatchSize are the raw bound's rows per read and
 	// per delete. Defaults DefaultRawPageSize and DefaultRawBatchSize.
 	RawPageSize, RawBatchSize int
+	// PassFlags are added to every pass of the binaries under test (the
+	// default, temporal and past-live-head ones), e.g. "--pace full": the
+	// default pass is gentle since paces, and the raw bounds are the
+	// full pace's yardstick. Default: none.
+	PassFlags []string
 }
 
 // Binary is one tqscavenger executable under test.
@@ -661,6 +666,10 @@ func (r *runner) runPass(ctx context.Context, p Pass, bin Binary, dsn string, no
 		args = append(args, "--compat=temporal")
 	case PassPastLiveHead:
 		args = append(args, "--past-live-head")
+	}
+	switch p {
+	case PassDefault, PassTemporal, PassPastLiveHead:
+		args = append(args, r.o.PassFlags...)
 	case PassRaw, PassSafeRaw:
 		label = ""
 		args = []string{r.o.Self, "raw", "--db", dsn, "--now", at, "--stats-json", statsFile}

@@ -16,8 +16,8 @@ import (
 // The live-load benchmark (RunLive) measures what a pass costs the
 // cluster while it runs: the latency of matching's own statements (see
 // workload.go) on queues the pass does not delete, with no pass, during a
-// default pass, during a pass with Temporal's settings, with each rate
-// limit and with --yield-to-load.
+// default (gentle) pass, during a pass with Temporal's settings, with each
+// rate limit and at --pace full.
 //
 // Per engine it seeds one database (LiveOptions.Case), then:
 //
@@ -45,12 +45,12 @@ const (
 	LiveTemporal      LivePhase = "temporal"
 	LiveMaxDeletes    LivePhase = "max-deletes"
 	LiveMaxStatements LivePhase = "max-statements"
-	LiveYield         LivePhase = "yield-to-load"
+	LiveFull          LivePhase = "full"
 )
 
 // LivePhases lists the phases in order.
 func LivePhases() []LivePhase {
-	return []LivePhase{LiveNone, LiveDefault, LiveTemporal, LiveMaxDeletes, LiveMaxStatements, LiveYield}
+	return []LivePhase{LiveNone, LiveDefault, LiveTemporal, LiveMaxDeletes, LiveMaxStatements, LiveFull}
 }
 
 // LiveOptions configure RunLive; Options gives the engines, servers,
@@ -78,7 +78,7 @@ type LiveOptions struct {
 	// limit phases need the default one before them. Default: all.
 	Phases []LivePhase
 	// Extra are phases of the caller's: each the flags of a pass (such as
-	// "--task-batch-size 100 --yield-to-load"), run after the others as
+	// "--task-batch-size 100 --pace full"), run after the others as
 	// phase "extra 1", "extra 2", …
 	Extra [][]string
 }
@@ -290,8 +290,8 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 				args = []string{"--max-deletes-per-second", fmt.Sprintf("%.0f", le.MaxDeletes)}
 			case LiveMaxStatements:
 				args = []string{"--max-statements-per-second", fmt.Sprintf("%.0f", le.MaxStatements)}
-			case LiveYield:
-				args = []string{"--yield-to-load"}
+			case LiveFull:
+				args = []string{"--pace", "full"}
 			}
 			if extra {
 				args = lo.Extra[pi-len(LivePhases())]

@@ -21,7 +21,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		o                      bench.Options
 		markdown, quiet        bool
 		live                   bool
-		phases                 string
+		phases, passFlagsText  string
 		extra                  []string
 		lo                     bench.LiveOptions
 	)
@@ -39,15 +39,16 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.ListPageSize, "list-page-size", 0, "page size of the listing measurement (default: queues/100, within 10..1000)")
 	fs.IntVar(&o.RawPageSize, "raw-page-size", 0, fmt.Sprintf("rows per read of the raw bound (default %d)", bench.DefaultRawPageSize))
 	fs.IntVar(&o.RawBatchSize, "raw-batch-size", 0, fmt.Sprintf("rows per delete of the raw bound (default %d)", bench.DefaultRawBatchSize))
-	fs.BoolVar(&live, "live-load", false, "measure instead the latency of matching's statements while passes run (no pass, default, temporal, each rate limit, --yield-to-load); one binary under test")
+	fs.BoolVar(&live, "live-load", false, "measure instead the latency of matching's statements while passes run (no pass, default (gentle), temporal, each rate limit, --pace full); one binary under test")
 	fs.StringVar(&lo.Case, "live-case", "all-expired", "--live-load: the case the passes delete")
 	fs.DurationVar(&lo.MinDuration, "live-duration", time.Minute, "--live-load: a phase runs passes until it has this much time of samples, or --live-samples")
 	fs.IntVar(&lo.MinSamples, "live-samples", 10_000, "--live-load: a phase runs passes until it has this many samples, or --live-duration")
 	fs.IntVar(&lo.Conns, "live-conns", 8, "--live-load: the workload's connections (SQLite: one)")
 	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: half the capacity measured)")
-	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, yield-to-load")
+	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, full")
 	fs.DurationVar(&lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
-	fs.StringArrayVar(&extra, "live-extra", nil, "--live-load: one more phase, a pass with these flags of the binary's \"What to delete\" and \"Pace and safety\" (e.g. '--task-batch-size 100 --yield-to-load'); repeat for more")
+	fs.StringArrayVar(&extra, "live-extra", nil, "--live-load: one more phase, a pass with these flags of the binary's \"What to delete\" and \"Pace and safety\" (e.g. '--task-batch-size 100 --pace full'); repeat for more")
+	fs.StringVar(&passFlagsText, "pass-flags", "", "flags of the binary's \"What to delete\" and \"Pace and safety\" added to every pass of the binary under test (not --live-load's), e.g. '--pace full': the default pass is gentle, the raw bounds are the full pace's yardstick")
 	fs.BoolVar(&markdown, "markdown", false, "print the tables as Markdown")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	if err := parse(fs, args); err != nil {
@@ -104,6 +105,15 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	}
 	defer cleanup()
 	o.Binaries = bins
+	if passFlagsText != "" {
+		allowed, err := runFlagsOf(ctx, bins[0].Path)
+		if err != nil {
+			return err
+		}
+		if o.PassFlags, err = passFlags(passFlagsText, allowed); err != nil {
+			return usagef("--pass-flags: %v", err)
+		}
+	}
 	for _, x := range extra {
 		allowed, err := runFlagsOf(ctx, bins[0].Path)
 		if err != nil {

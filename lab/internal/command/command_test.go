@@ -22,7 +22,7 @@ func TestPassFlags(t *testing.T) {
 		t.Fatalf("run --help: exit %d: %s", code, help.String())
 	}
 	allowed := parseRunHelp(help.String())
-	for _, name := range []string{"workers", "task-batch-size", "yield-to-load", "past-live-head", "orphans", "max-deletes-per-second"} {
+	for _, name := range []string{"workers", "task-batch-size", "pace", "past-live-head", "orphans", "max-deletes-per-second"} {
 		if !allowed[name] {
 			t.Errorf("--%s not read from run --help", name)
 		}
@@ -32,7 +32,7 @@ func TestPassFlags(t *testing.T) {
 		want    []string
 		refused string // in the error, if refused
 	}{
-		{in: "--task-batch-size 100 --yield-to-load", want: []string{"--task-batch-size", "100", "--yield-to-load"}},
+		{in: "--task-batch-size 100 --pace full", want: []string{"--task-batch-size", "100", "--pace", "full"}},
 		{in: "--workers=1 --max-deletes-per-second 500", want: []string{"--workers=1", "--max-deletes-per-second", "500"}},
 		{in: "--past-live-head --orphans none", want: []string{"--past-live-head", "--orphans", "none"}},
 		{in: "", refused: "no flags"},
