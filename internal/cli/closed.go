@@ -22,15 +22,15 @@ func (f *closedFlags) register(s *pflag.FlagSet) {
 	s.StringVar(&f.cluster, "closed-cluster", "", "with --closed-workflows: the name of the current cluster's cluster_metadata_info row (default: its only row)")
 }
 
-// apply sets the rule in c.
-func (f *closedFlags) apply(c *scavenger.Config) error {
+// apply sets the rule in r.
+func (f *closedFlags) apply(r *scavenger.Rules) error {
 	if (f.global || f.cluster != "") && !f.on {
 		return usagef("--closed-global and --closed-cluster go with --closed-workflows")
 	}
-	if f.on && c.Compat == scavenger.CompatTemporal {
+	if f.on && r.Compat == scavenger.CompatTemporal {
 		return usagef("--closed-workflows is tqscavenger's rule: leave out --compat=temporal to use it")
 	}
-	c.ClosedWorkflows, c.ClosedWorkflowsGlobal, c.ClusterName = f.on, f.global, f.cluster
+	r.ClosedWorkflows, r.ClosedWorkflowsGlobal, r.ClusterName = f.on, f.global, f.cluster
 	return nil
 }
 

@@ -16,19 +16,19 @@ import (
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
-// namespaceScope sets c's namespaces from --namespace's values: a UUID
+// namespaceScope sets r's namespaces from --namespace's values: a UUID
 // as an id, anything else as a name.
-func namespaceScope(c *scavenger.Config, vals []string) error {
+func namespaceScope(r *scavenger.Rules, vals []string) error {
 	for _, v := range vals {
 		v = strings.TrimSpace(v)
 		if v == "" {
 			return usagef("--namespace is empty: give a namespace's name or id (UUID)")
 		}
 		if id, err := wire.ParseNamespaceID(v); err == nil {
-			c.Namespaces = append(c.Namespaces, id)
+			r.Namespaces = append(r.Namespaces, id)
 			continue
 		}
-		c.NamespaceNames = append(c.NamespaceNames, v)
+		r.NamespaceNames = append(r.NamespaceNames, v)
 	}
 	return nil
 }

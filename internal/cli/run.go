@@ -114,13 +114,26 @@ func nonNegative(name string, v int) error {
 	return nil
 }
 
-// config returns the pass's config the flags make, or a usage error.
+// config returns the pass's config the flags make, or a usage error: its
+// parts each built in one place, the Rules (what is deleted: rules), the
+// partition, the clock and the Pace.
 func (f *scavengeFlags) config() (scavenger.Config, error) {
 	var c scavenger.Config
-	for _, step := range []func(*scavenger.Config) error{f.checkNumbers, f.rules, f.scope, f.pace} {
-		if err := step(&c); err != nil {
-			return c, err
-		}
+	if err := f.checkNumbers(); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Rules, err = f.rules(); err != nil {
+		return c, err
+	}
+	if c.Partition, err = f.partitionOf(); err != nil {
+		return c, err
+	}
+	if c.Now, err = f.clock(); err != nil {
+		return c, err
+	}
+	if c.Pace, err = f.pace(); err != nil {
+		return c, err
 	}
 	if err := c.Validate(); err != nil {
 		return c, usageError{err}
@@ -129,7 +142,7 @@ func (f *scavengeFlags) config() (scavenger.Config, error) {
 }
 
 // checkNumbers refuses negative counts and durations.
-func (f *scavengeFlags) checkNumbers(*scavenger.Config) error {
+func (f *scavengeFlags) checkNumbers() error {
 	for name, v := range map[string]int{"workers": f.workers, "list-page-size": f.page, "task-batch-size": f.batch, "tasks-per-job": f.perJob, "max-deferred": f.deferred, "max-conns": f.maxConns} {
 		if err := nonNegative(name, v); err != nil {
 			return err
@@ -146,99 +159,119 @@ func (f *scavengeFlags) checkNumbers(*scavenger.Config) error {
 	return nil
 }
 
-// rules sets what decides deletion: the mode, the grace, the protected
-// prefixes, the opt-in rules, the orphan policy, dry run and the clock.
-func (f *scavengeFlags) rules(c *scavenger.Config) error {
+// rules returns the Rules the flags make: everything that decides what
+// a pass deletes (the mode, the grace, the protected prefixes, the
+// opt-in rules, the orphan policy, dry run) and which rows it looks at
+// (the tables, the namespaces, the queue glob). It is the one place the
+// command builds a scavenger.Rules: run, serve and a schedule's pass
+// description all take theirs from it.
+func (f *scavengeFlags) rules() (scavenger.Rules, error) {
+	var r scavenger.Rules
 	switch f.compat {
 	case "", "none", "tqscavenger":
 	case "temporal":
-		c.Compat = scavenger.CompatTemporal
+		r.Compat = scavenger.CompatTemporal
 	default:
-		return usagef("--compat %q: use \"temporal\" or leave it out", f.compat)
+		return r, usagef("--compat %q: use \"temporal\" or leave it out", f.compat)
 	}
-	c.Grace, c.UnsafeShortGrace, c.DryRun = f.grace, f.unsafe, f.dryRun
-	if f.protect.set {
-		c.ProtectedPrefixes = []string{}
-		for _, p := range f.protect.vals {
-			if p != "none" {
-				c.ProtectedPrefixes = append(c.ProtectedPrefixes, p)
-			}
-		}
-	}
-	if err := f.clock(c); err != nil {
-		return err
-	}
-	c.PastLiveHead, c.BelowAckLevel = f.pastLiveHead, f.belowAckLevel
+	r.Grace, r.UnsafeShortGrace, r.DryRun = f.grace, f.unsafe, f.dryRun
+	r.PastLiveHead, r.BelowAckLevel, r.QueueGlob = f.pastLiveHead, f.belowAckLevel, f.queueGlob
+	r.ProtectedPrefixes = f.protected()
 	switch scavenger.OrphanPolicy(f.orphans) {
 	case scavenger.OrphansExpired, scavenger.OrphansAll, scavenger.OrphansNone:
-		c.Orphans = scavenger.OrphanPolicy(f.orphans)
+		r.Orphans = scavenger.OrphanPolicy(f.orphans)
 	default:
-		return usagef("--orphans %q: use expired, all or none", f.orphans)
+		return r, usagef("--orphans %q: use expired, all or none", f.orphans)
 	}
-	if c.Compat == scavenger.CompatTemporal && (c.PastLiveHead || c.BelowAckLevel || f.orphans == string(scavenger.OrphansAll)) {
-		return usagef("--past-live-head, --below-ack-level and --orphans=all are tqscavenger's rules: leave out --compat=temporal to use them")
+	if r.Compat == scavenger.CompatTemporal && (r.PastLiveHead || r.BelowAckLevel || f.orphans == string(scavenger.OrphansAll)) {
+		return r, usagef("--past-live-head, --below-ack-level and --orphans=all are tqscavenger's rules: leave out --compat=temporal to use them")
 	}
-	return f.closed.apply(c)
+	var err error
+	if r.Tables, err = tablesOf(f.tables); err != nil {
+		return r, err
+	}
+	if err := namespaceScope(&r, f.namespaces.vals); err != nil {
+		return r, err
+	}
+	return r, f.closed.apply(&r)
 }
 
-// clock sets the pretend time of --now, never ahead of the real clock.
-func (f *scavengeFlags) clock(c *scavenger.Config) error {
-	if f.now == "" {
+// protected returns --protect's prefixes: nil (the default list) unless
+// it is given; "none" protects nothing.
+func (f *scavengeFlags) protected() []string {
+	if !f.protect.set {
 		return nil
+	}
+	out := []string{}
+	for _, p := range f.protect.vals {
+		if p != "none" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// tablesOf returns --tables' table versions: nil for all present.
+func tablesOf(v string) ([]store.Table, error) {
+	switch v {
+	case "", "all":
+		return nil, nil
+	case "v1":
+		return []store.Table{store.V1}, nil
+	case "v2":
+		return []store.Table{store.V2}, nil
+	}
+	return nil, usagef("--tables %q: use v1, v2 or all", v)
+}
+
+// clock returns the pretend clock of --now, never ahead of the real one;
+// nil without --now.
+func (f *scavengeFlags) clock() (func() time.Time, error) {
+	if f.now == "" {
+		return nil, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, f.now)
 	if err != nil {
-		return usagef("--now %q: use RFC 3339, e.g. 2026-11-30T12:00:00Z", f.now)
+		return nil, usagef("--now %q: use RFC 3339, e.g. 2026-11-30T12:00:00Z", f.now)
 	}
 	// A time ahead makes tasks that are not expired look expired.
 	if real := time.Now(); t.After(real.Add(maxClockSkew)) {
-		return usagef("--now %s is %s ahead of the clock: a pretend time in the future would delete tasks that have not expired", f.now, t.Sub(real).Round(time.Second))
+		return nil, usagef("--now %s is %s ahead of the clock: a pretend time in the future would delete tasks that have not expired", f.now, t.Sub(real).Round(time.Second))
 	}
-	c.Now = func() time.Time { return t }
-	return nil
+	return func() time.Time { return t }, nil
 }
 
-// scope sets which rows a pass looks at: the partition, the tables, the
-// namespaces and the queue glob.
-func (f *scavengeFlags) scope(c *scavenger.Config) error {
-	if f.partition != "" {
-		p, err := scavenger.ParsePartition(f.partition)
-		if err != nil {
-			return usagef("--partition: %v", err)
-		}
-		c.Partition = p
+// partitionOf returns the part of the range_hash space of --partition
+// (the whole space without it).
+func (f *scavengeFlags) partitionOf() (scavenger.Partition, error) {
+	if f.partition == "" {
+		return scavenger.Partition{}, nil
 	}
-	switch f.tables {
-	case "", "all":
-	case "v1":
-		c.Tables = []store.Table{store.V1}
-	case "v2":
-		c.Tables = []store.Table{store.V2}
-	default:
-		return usagef("--tables %q: use v1, v2 or all", f.tables)
+	p, err := scavenger.ParsePartition(f.partition)
+	if err != nil {
+		return p, usagef("--partition: %v", err)
 	}
-	if err := namespaceScope(c, f.namespaces.vals); err != nil {
-		return err
-	}
-	c.QueueGlob = f.queueGlob
-	return nil
+	return p, nil
 }
 
-// pace sets how fast a pass goes: workers, batch sizes, limits, retries.
-func (f *scavengeFlags) pace(c *scavenger.Config) error {
-	c.Workers, c.ListPageSize, c.TaskBatchSize, c.TasksPerJob, c.MaxDeferred = f.workers, f.page, f.batch, f.perJob, f.deferred
-	c.RetryInitial, c.RetryMax, c.RetryFor, c.SlowStatement = f.retryMin, f.retryMax, f.retryFor, f.slow
-	c.MaxDeletesPerSecond, c.MaxStatementsPerSecond = f.maxDeletes, f.maxStatements
-	c.YieldToLoad, c.YieldFactor = f.yield, f.yieldFactor
+// pace returns how fast a pass goes: workers, batch sizes, limits,
+// retries, the pace mode.
+func (f *scavengeFlags) pace() (scavenger.Pace, error) {
+	p := scavenger.Pace{
+		Workers: f.workers, ListPageSize: f.page, TaskBatchSize: f.batch, TasksPerJob: f.perJob, MaxDeferred: f.deferred,
+		RetryInitial: f.retryMin, RetryMax: f.retryMax, RetryFor: f.retryFor, SlowStatement: f.slow,
+		MaxDeletesPerSecond: f.maxDeletes, MaxStatementsPerSecond: f.maxStatements,
+		YieldToLoad: f.yield, YieldFactor: f.yieldFactor,
+	}
 	mode, err := scavenger.ParsePaceMode(f.paceMode)
 	if err != nil {
-		return usagef("--pace: %v", err)
+		return p, usagef("--pace: %v", err)
 	}
 	if f.yield && mode == scavenger.PaceFull {
-		return usagef("--yield-to-load (deprecated) asks for the gentle pace: it cannot go with --pace full")
+		return p, usagef("--yield-to-load (deprecated) asks for the gentle pace: it cannot go with --pace full")
 	}
-	c.Mode = mode
-	return nil
+	p.Mode = mode
+	return p, nil
 }
 
 // runStatus is the exit status of a run that ended with the outcome o.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -178,78 +179,34 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 // scheduleSettings are the settings of a schedule and its pass that
 // schedule update changes when a layer sets their flag (command line,
 // environment or config file: what `config` shows with a source other than
-// default), each copying its field from the new spec to the old one.
-var scheduleSettings = map[string]func(dst *temporalworker.ScheduleSpec, src temporalworker.ScheduleSpec){
-	"every":               func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Every = s.Every },
-	"jitter":              func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Jitter = s.Jitter },
-	"temporal-task-queue": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.TaskQueue = s.TaskQueue },
-	"database-identity": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.DatabaseIdentity = s.Pass.DatabaseIdentity
-	},
-	"partitions": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.Partitions = s.Pass.Partitions
-	},
-	"heartbeat-timeout": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.HeartbeatTimeout = s.Pass.HeartbeatTimeout
-	},
-	"partition-timeout": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.PartitionTimeout = s.Pass.PartitionTimeout
-	},
-	"max-attempts": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.MaxAttempts = s.Pass.MaxAttempts
-	},
-	"checkpoint-interval": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.CheckpointInterval = s.Pass.CheckpointInterval
-	},
-	"compat":  func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Compat = s.Pass.Compat },
-	"dry-run": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.DryRun = s.Pass.DryRun },
-	"grace":   func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Grace = s.Pass.Grace },
-	"unsafe-short-grace": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.UnsafeShortGrace = s.Pass.UnsafeShortGrace
-	},
-	"tables": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Tables = s.Pass.Tables },
-	"namespace": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.Namespaces = s.Pass.Namespaces
-	},
-	"queue": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.QueueGlob = s.Pass.QueueGlob
-	},
-	"protect": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.ProtectedPrefixes = s.Pass.ProtectedPrefixes
-	},
-	"past-live-head": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.PastLiveHead = s.Pass.PastLiveHead
-	},
-	"below-ack-level": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.BelowAckLevel = s.Pass.BelowAckLevel
-	},
-	"closed-workflows": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.ClosedWorkflows = s.Pass.ClosedWorkflows
-	},
-	"closed-global": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.ClosedWorkflowsGlobal = s.Pass.ClosedWorkflowsGlobal
-	},
-	"closed-cluster": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.ClusterName = s.Pass.ClusterName
-	},
-	"orphans": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Orphans = s.Pass.Orphans },
-	"workers": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Workers = s.Pass.Workers },
-	"list-page-size": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.ListPageSize = s.Pass.ListPageSize
-	},
-	"task-batch-size": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.TaskBatchSize = s.Pass.TaskBatchSize
-	},
-	"tasks-per-job": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.TasksPerJob = s.Pass.TasksPerJob
-	},
-	"max-deletes-per-second": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.MaxDeletesPerSecond = s.Pass.MaxDeletesPerSecond
-	},
-	"max-statements-per-second": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) {
-		d.Pass.MaxStatementsPerSecond = s.Pass.MaxStatementsPerSecond
-	},
-	"pace": func(d *temporalworker.ScheduleSpec, s temporalworker.ScheduleSpec) { d.Pass.Pace = s.Pass.Pace },
+// default): each flag's field of temporalworker.ScheduleSpec, as a path
+// of field names (a field of the pass's embedded scavenger.Rules by its
+// own name), copied from the new spec to the old one by copySetting.
+var scheduleSettings = map[string]string{
+	"every": "Every", "jitter": "Jitter", "temporal-task-queue": "TaskQueue",
+	"database-identity": "Pass.DatabaseIdentity", "partitions": "Pass.Partitions",
+	"heartbeat-timeout": "Pass.HeartbeatTimeout", "partition-timeout": "Pass.PartitionTimeout",
+	"max-attempts": "Pass.MaxAttempts", "checkpoint-interval": "Pass.CheckpointInterval",
+	// The rules.
+	"compat": "Pass.Compat", "dry-run": "Pass.DryRun", "grace": "Pass.Grace", "unsafe-short-grace": "Pass.UnsafeShortGrace",
+	"tables": "Pass.Tables", "namespace": "Pass.Namespaces", "queue": "Pass.QueueGlob", "protect": "Pass.ProtectedPrefixes",
+	"past-live-head": "Pass.PastLiveHead", "below-ack-level": "Pass.BelowAckLevel", "orphans": "Pass.Orphans",
+	"closed-workflows": "Pass.ClosedWorkflows", "closed-global": "Pass.ClosedWorkflowsGlobal", "closed-cluster": "Pass.ClusterName",
+	// The pace.
+	"workers": "Pass.Workers", "list-page-size": "Pass.ListPageSize", "task-batch-size": "Pass.TaskBatchSize",
+	"tasks-per-job": "Pass.TasksPerJob", "max-deletes-per-second": "Pass.MaxDeletesPerSecond",
+	"max-statements-per-second": "Pass.MaxStatementsPerSecond", "pace": "Pass.Pace",
+}
+
+// copySetting copies the field at path (a value of scheduleSettings)
+// from src to dst. A path that names no field panics:
+// TestScheduleSettingsNameFields checks every one.
+func copySetting(dst *temporalworker.ScheduleSpec, src temporalworker.ScheduleSpec, path string) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for _, name := range strings.Split(path, ".") {
+		d, s = d.FieldByName(name), s.FieldByName(name)
+	}
+	d.Set(s)
 }
 
 // mergeSchedule returns old with the settings whose flag is set (set)
@@ -266,7 +223,7 @@ func mergeSchedule(old, new temporalworker.ScheduleSpec, set func(flag string) b
 			isSet = new.Pass.DatabaseIdentity != "" && new.Pass.DatabaseIdentity != old.Pass.DatabaseIdentity
 		}
 		if isSet {
-			scheduleSettings[name](&out, new)
+			copySetting(&out, new, scheduleSettings[name])
 			changed = append(changed, name)
 		}
 	}

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,57 @@ func TestScheduleUpdateCoversEveryFlag(t *testing.T) {
 	if _, ok := scheduleSettings["temporal-task-queue"]; !ok {
 		t.Error("--temporal-task-queue: schedule update does not merge it")
 	}
+}
+
+// TestScheduleSettingsNameFields: every flag's path in scheduleSettings
+// names a settable field of the spec, the one its flag sets: a spec that
+// differs from another in that field alone is made equal to it by
+// copySetting, and one that differs in no field is left as it was.
+func TestScheduleSettingsNameFields(t *testing.T) {
+	for name, path := range scheduleSettings {
+		v := reflect.ValueOf(&temporalworker.ScheduleSpec{}).Elem()
+		for _, f := range strings.Split(path, ".") {
+			if v = v.FieldByName(f); !v.IsValid() {
+				t.Fatalf("--%s: %s names no field of ScheduleSpec", name, path)
+			}
+		}
+		if !v.CanSet() {
+			t.Fatalf("--%s: %s cannot be set", name, path)
+		}
+		var src, dst temporalworker.ScheduleSpec
+		f := reflect.ValueOf(&src).Elem()
+		for _, n := range strings.Split(path, ".") {
+			f = f.FieldByName(n)
+		}
+		f.Set(nonZero(t, f.Type()))
+		copySetting(&dst, src, path)
+		if !reflect.DeepEqual(dst, src) {
+			t.Errorf("--%s: copying %s made %+v, want %+v", name, path, dst, src)
+		}
+	}
+}
+
+// nonZero returns a value of type typ that is not its zero value.
+func nonZero(t *testing.T, typ reflect.Type) reflect.Value {
+	v := reflect.New(typ).Elem()
+	switch typ.Kind() {
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(3)
+	case reflect.Float64:
+		v.SetFloat(1.5)
+	case reflect.Slice:
+		v = reflect.MakeSlice(typ, 1, 1)
+		v.Index(0).Set(nonZero(t, typ.Elem()))
+	case reflect.Uint8, reflect.Uint32:
+		v.SetUint(2)
+	case reflect.Array:
+		v.Index(0).Set(nonZero(t, typ.Elem()))
+	default:
+		t.Fatalf("no non-zero value of %s", typ)
+	}
+	return v
 }
