@@ -82,7 +82,10 @@ type Pass struct {
 //     none: its store refuses every write (dryRunStore), so it neither
 //     waits for a real pass nor keeps one out;
 //  2. the schema check, under the lock, so a database that cannot be
-//     scavenged is refused before any statement of the pass;
+//     scavenged is refused before any statement of the pass; a
+//     transient error (a connection killed while it runs) is retried,
+//     at most SchemaCheckAttempts attempts within Pace.RetryFor, each
+//     retry logged (MsgSchemaRetry);
 //  3. cfg.NamespaceNames resolved into ids through the namespaces table
 //     (ResolveNamespaces; db must then be a store.NamespaceLister, as
 //     *sqlstore.DB is), once per pass;
@@ -116,7 +119,7 @@ func Begin(ctx context.Context, db PassDB, cfg Config, opts PassOptions) (*Pass,
 		}
 		lock, cfg.Lock = l, l
 	}
-	info, err := db.Check(ctx)
+	info, err := checkSchema(ctx, db, cfg)
 	if err != nil {
 		lock.Unlock()
 		return nil, &SetupError{Step: StepSchema, Err: err}

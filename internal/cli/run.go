@@ -421,7 +421,7 @@ func (r *runCmd) run(ctx context.Context, inv *invocation) error {
 	cfg.Logger = log
 	db, err := r.cf.open(ctx, inv.fs, inv.origins, r.sf.storeOptions(), func(w string) { log.Warn(w) })
 	if err != nil {
-		return err
+		return r.failedStart(ctx, inv.env, cfg.DryRun, stepConnect, err)
 	}
 	defer db.Close()
 	if err := r.cp.apply(&cfg); err != nil {
@@ -429,7 +429,12 @@ func (r *runCmd) run(ctx context.Context, inv *invocation) error {
 	}
 	p, err := scavenger.Begin(ctx, db, cfg, scavenger.PassOptions{WaitLock: r.waitLock})
 	if err != nil {
-		return r.cp.refused(explainLocked(err, cfg.Partition))
+		var se *scavenger.SetupError
+		step := "set-up"
+		if errors.As(err, &se) {
+			step = string(se.Step)
+		}
+		return r.failedStart(ctx, inv.env, cfg.DryRun, step, r.cp.refused(explainLocked(err, cfg.Partition)))
 	}
 	defer p.Close()
 	if cfg.DryRun {
@@ -651,7 +656,12 @@ func statsMap(st scavenger.Stats, statements int64) map[string]any {
 
 // writeStatsJSON writes the pass's counts for scripts.
 func writeStatsJSON(path string, st scavenger.Stats, statements int64) error {
-	b, err := json.MarshalIndent(statsMap(st, statements), "", "  ")
+	return writeStatsDoc(path, statsMap(st, statements))
+}
+
+// writeStatsDoc writes the document m of --stats-json.
+func writeStatsDoc(path string, m map[string]any) error {
+	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}

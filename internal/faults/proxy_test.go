@@ -34,6 +34,10 @@ type proxy struct {
 	// prepare, whose answer is not the delete's.
 	tagged bool
 	held   chan struct{} // closed once an answer is held
+	// cutQuery: a client's write holding it is not passed on and its
+	// connection is cut, at most cutQueries more times.
+	cutQuery   []byte
+	cutQueries int
 }
 
 // newProxy listens on a free port of 127.0.0.1 and forwards to target
@@ -106,7 +110,7 @@ func (p *proxy) serve(client net.Conn) {
 	go func() {
 		p.copy(server, client, func(b []byte) bool {
 			deleting.Store(bytes.Contains(b, []byte("DELETE ")))
-			return false
+			return p.cutQueryNow(b)
 		})
 		done <- struct{}{}
 	}()
@@ -160,6 +164,27 @@ func (p *proxy) cutNow() bool {
 	}
 	p.severed.Add(1)
 	return true
+}
+
+// cutQueryNow reports whether the client's write b is one to cut (see
+// cutQueriesHolding).
+func (p *proxy) cutQueryNow(b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutQueries == 0 || !bytes.Contains(b, p.cutQuery) {
+		return false
+	}
+	p.cutQueries--
+	return true
+}
+
+// cutQueriesHolding makes the proxy cut the connection of the next n
+// statements the client sends that hold s, instead of passing them on: a
+// connection killed as the statement starts (the server never sees it).
+func (p *proxy) cutQueriesHolding(s string, n int) {
+	p.mu.Lock()
+	p.cutQuery, p.cutQueries = []byte(s), n
+	p.mu.Unlock()
 }
 
 // holdNow pauses the proxy if it is to hold the next answer to a DELETE.
