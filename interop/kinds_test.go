@@ -365,20 +365,26 @@ func TestCompareQueueRowConditions(t *testing.T) {
 		p1Deleted         int64
 		inPhase2          int
 		p2Deleted         int64
+		inPhase3          int
 		wantFail, wantRep bool
 	}{
-		{"phase 1, no queue deleted", mgr, 0, 0, 0, false, true},
-		{"phase 1, queues deleted", mgr, 3, 0, 0, true, false},
-		{"phase 2, loaded queue", mgr, 0, 1, 10, true, false},
-		{"phase 2 takeover within the deletes", kindTakeoverMetric, 0, 1, 10, false, false},
-		{"phase 2 takeovers beyond the deletes", kindTakeoverMetric, 0, 1, 0, true, false},
+		{"phase 1, no queue deleted", mgr, 0, 0, 0, 0, false, true},
+		{"phase 1, queues deleted", mgr, 3, 0, 0, 0, true, false},
+		{"phase 2, loaded queue", mgr, 0, 1, 10, 0, true, false},
+		{"phase 2 takeover within the deletes", kindTakeoverMetric, 0, 1, 10, 0, false, false},
+		{"phase 2 takeovers beyond the deletes", kindTakeoverMetric, 0, 1, 0, 0, true, false},
+		{"phase 3, the fairness flip", mgr, 0, 1, 10, 1, false, true},
+		{"phase 2 and phase 3", mgr, 0, 2, 10, 1, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := &report{cfg: runConfig{engine: "postgres", kind: realServe},
-				kinds: kinds{c.kind: 1}, windowKinds: kinds{}, phase2Kinds: kinds{},
+				kinds: kinds{c.kind: max(1, c.inPhase2)}, windowKinds: kinds{}, phase2Kinds: kinds{},
 				p1: counts{QueuesDeleted: c.p1Deleted}, p2: counts{QueuesDeleted: c.p2Deleted}}
 			if c.inPhase2 > 0 {
 				rep.phase2Kinds[c.kind] = c.inPhase2
+			}
+			if c.inPhase3 > 0 {
+				rep.phase3Kinds = kinds{c.kind: c.inPhase3}
 			}
 			rep.compare(&report{kinds: kinds{}, windowKinds: kinds{}})
 			if (len(rep.problems) > 0) != c.wantFail {

@@ -40,6 +40,13 @@ type runConfig struct {
 	short    bool
 }
 
+// flips says whether the run ends phase 2 with the fairness flip (phase
+// 3): fairness-off runs on PostgreSQL and MariaDB, control and scavenged
+// alike (their error kinds are compared).
+func (c runConfig) flips() bool {
+	return !c.fairness && c.engine != "sqlite" && c.kind != brokenLibrary
+}
+
 func (c runConfig) tag() string {
 	f := "fair-off"
 	if c.fairness {
@@ -58,7 +65,9 @@ func (c runConfig) tag() string {
 // report is what a run found.
 type report struct {
 	cfg                    runConfig
-	phase1, phase2         outcome
+	phase1, phase2, phase3 outcome
+	other                  otherRows // phase 2: the other table version's rows tqscavenger deleted
+	flip                   flip      // phase 3: the fairness flip (fairness-off runs on PostgreSQL and MariaDB)
 	p1, p2pass, p2, final  counts
 	target                 string
 	fenceHeld, fenceKept   bool
@@ -76,12 +85,14 @@ type report struct {
 	abandonedKept          []string  // re-leased by matching meanwhile, or holding live tasks
 	takeoverRaces          kinds     // phase 2 kinds beyond the control's that are matching's failed takeovers
 	noise, controlNoise    kinds     // timing and transport kinds (noiseKind) in the run and its control: reported, not compared
-	unattributed           kinds     // queue-row condition failures in phase 1 when tqscavenger deleted no queue row there: reported
-	sqliteBusy             kinds     // SQLite: Temporal's writes that met SQLITE_BUSY (reported; failed with TQS_INTEROP_SQLITE_STRICT=1)
+	unattributed           kinds     // queue-row condition failures in phase 1 when tqscavenger deleted no queue row there, or in phase 3: reported
+	flipWindow             [2]time.Time
+	phase3Kinds            kinds // the part of kinds from phase 3, the fairness flip (tqscavenger not running)
+	sqliteBusy             kinds // SQLite: Temporal's writes that met SQLITE_BUSY (reported; failed with TQS_INTEROP_SQLITE_STRICT=1)
 	finalSummary           string
 	problems               []string // failed checks
 	took                   time.Duration
-	phaseTook              [2]time.Duration
+	phaseTook              [3]time.Duration
 }
 
 func (r *report) fail(format string, args ...any) {
@@ -265,11 +276,12 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 		}
 	}
 	restarted := time.Now()
+	var after inventory
 	if cfg.kind == noScavenger {
 		startPhase2Workers()
 	} else {
 		rep.fenceRace(ctx, t, s, db, cfg, tag, targetTable, targetSQL, targetID, r0, startPhase2Workers, brokenCfg)
-		after, err := readInventory(ctx, db.raw)
+		after, err = readInventory(ctx, db.raw)
 		if err != nil {
 			t.Fatalf("%s: %v", tag, err)
 		}
@@ -304,6 +316,28 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 		rep.slowest[1] = wl.history(ctx, rep.phase2.SlowestID)
 	}
 	rep.phaseTook[1] = time.Since(p2start)
+	if cfg.kind != noScavenger {
+		// The other table version's rows deleted in phase 2 stayed absent
+		// while matching ran (its queues loaded, unloaded and reloaded).
+		end, err := readInventory(ctx, db.raw)
+		if err != nil {
+			t.Fatalf("%s: %v", tag, err)
+		}
+		rep.checkOtherRows(before, after, end)
+	}
+	var mFlip string
+	if cfg.flips() {
+		p3start := time.Now()
+		if mFlip, err = ts.metrics(); err != nil {
+			t.Fatalf("%s: metrics: %v", tag, err)
+		}
+		rep.flipWindow[0] = p3start
+		rep.fairnessFlip(ctx, t, ts, db, wl, nsID)
+		rep.flipWindow[1] = time.Now()
+		rep.phaseTook[2] = time.Since(p3start)
+		t.Logf("%s: phase 3 (fairness flip) done in %s: %d/%d workflows as expected; %s", tag, rep.phaseTook[2].Round(time.Second),
+			rep.phase3.Completed, rep.phase3.Started, rep.flip)
+	}
 	w.stopAll()
 	time.Sleep(time.Second)
 	m2, err := ts.metrics()
@@ -330,6 +364,14 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 			t.Fatal(err)
 		}
 		rep.phase2Kinds.add(metricKinds(m2).minus(metricKinds(mWindow)))
+	}
+	// Phase 3's kinds alone (tqscavenger does not run in it).
+	if mFlip != "" && len(ts.logPaths) > 1 {
+		_, rep.phase3Kinds, _, err = logKinds(rep.flipWindow, ts.stops[1:], ts.logPaths[1:]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.phase3Kinds.add(metricKinds(m2).minus(metricKinds(mFlip)))
 	}
 
 	// The final pass, the server down, at a fixed instant; then the
@@ -509,8 +551,8 @@ func (rep *report) checkOutcomes() {
 	for _, o := range []struct {
 		name string
 		o    outcome
-	}{{"phase 1", rep.phase1}, {"phase 2", rep.phase2}} {
-		if o.o.Started == 0 {
+	}{{"phase 1", rep.phase1}, {"phase 2", rep.phase2}, {"phase 3", rep.phase3}} {
+		if o.o.Started == 0 && (o.name != "phase 3" || rep.flip.ran) {
 			rep.fail("%s started no workflow", o.name)
 		}
 		for i, f := range o.o.Failed {
@@ -590,6 +632,14 @@ func (rep *report) compare(control *report) {
 				// it never writes one otherwise, so it cannot have moved a
 				// range_id; Temporal makes these alone (unload races).
 				rep.unattributed[n] += c
+			case !k.window && queueRowCondition(n) && rep.phase3Kinds[n] >= c:
+				// All in phase 3, the fairness flip, where tqscavenger
+				// does not run: matching's own unload and reload on the
+				// config change (a draining manager's takeover against the
+				// unloading manager's last write). The rows tqscavenger
+				// deleted before were idle and held by nobody, so no
+				// stale holder of one is left to be refused.
+				rep.unattributed[n] += c
 			case takeoverRace(n) && (k.window || rep.phase2Kinds[n] >= c):
 				// In the first pass's window, or later in phase 2: serve's
 				// queue deletes there race with takeovers too.
@@ -665,6 +715,13 @@ func (rep *report) summary() string {
 	fmt.Fprintf(&b, "  at the stop: %s\n", rep.shape)
 	fmt.Fprintf(&b, "  phase 2 (%s): %d queue rows aged 72h; workflows %d/%d as expected (slowest %s %s; dispatched but never received: %d)\n", rep.phaseTook[1].Round(time.Second), rep.aged, rep.phase2.Completed, rep.phase2.Started, rep.phase2.SlowestID, rep.phase2.Slowest.Round(time.Second), rep.phase2.DispatchLost)
 	b.WriteString(rep.slowest[1])
+	if rep.flip.ran {
+		fmt.Fprintf(&b, "  phase 3, the fairness flip (%s): workflows %d/%d as expected; %s\n", rep.phaseTook[2].Round(time.Second), rep.phase3.Completed, rep.phase3.Started, rep.flip)
+		fmt.Fprintf(&b, "    Temporal error/warning kinds in phase 3: %d kinds, %d occurrences\n", len(rep.phase3Kinds), rep.phase3Kinds.total())
+		for _, l := range rep.phase3Kinds.lines() {
+			fmt.Fprintf(&b, "      %s\n", l)
+		}
+	}
 	if rep.cfg.kind != noScavenger {
 		fmt.Fprintf(&b, "    fence race on %s: held %t, refused %t: %s\n", rep.target, rep.fenceHeld, rep.fenceKept, rep.fenceDetail)
 		fmt.Fprintf(&b, "    first pass: %s; abandoned rows deleted %d/%d\n", rep.p2pass, rep.abandonedOK, rep.abandoned)
@@ -672,6 +729,10 @@ func (rep *report) summary() string {
 			fmt.Fprintf(&b, "      kept (re-leased or live): %s\n", k)
 		}
 		fmt.Fprintf(&b, "    serve: %s\n", rep.p2)
+		fmt.Fprintf(&b, "    the other table version: %s\n", rep.other)
+		for _, r := range rep.other.recreated {
+			fmt.Fprintf(&b, "      re-created by a drain: %s\n", r)
+		}
 		fmt.Fprintf(&b, "  final pass: %s\n  final read: %s\n", rep.final, rep.finalSummary)
 	}
 	fmt.Fprintf(&b, "  Temporal error/warning kinds outside the first pass of phase 2: %d kinds, %d occurrences (persistence-related: %d kinds, %d)\n",
@@ -690,7 +751,7 @@ func (rep *report) summary() string {
 			len(rep.takeoverRaces), rep.takeoverRaces.total())
 	}
 	if len(rep.unattributed) > 0 {
-		fmt.Fprintf(&b, "  queue-row condition failures in phase 1, where tqscavenger deleted no queue row (not its doing; reported): %d kinds, %d occurrences\n",
+		fmt.Fprintf(&b, "  queue-row condition failures in phase 1, where tqscavenger deleted no queue row, or in phase 3, where it does not run (not its doing; reported): %d kinds, %d occurrences\n",
 			len(rep.unattributed), rep.unattributed.total())
 		for _, l := range rep.unattributed.lines() {
 			fmt.Fprintf(&b, "    %s\n", l)

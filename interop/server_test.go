@@ -180,6 +180,7 @@ type temporalServer struct {
 	tag      string
 	base     int // first of its ports
 	cfgPath  string
+	dynPath  string // the dynamic config file (setFairness rewrites it)
 	logPaths []string
 	cmd      *exec.Cmd
 	done     chan error
@@ -214,6 +215,7 @@ func newTemporalServer(t *testing.T, s settings, db *engineDB, fairness bool, ta
 		t.Fatal(err)
 	}
 	dyn := filepath.Join(dir, "dynamicconfig.yaml")
+	ts.dynPath = dyn
 	if err := os.WriteFile(dyn, []byte(dynamicConfig(fairness)), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -35,14 +35,21 @@ import (
 // the clean one decide alike.
 var workerNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
+// TestWorkerOnTemporal runs `tqscavenger worker` processes beside one real
+// Temporal server, at the worker's default settings (page size, heartbeat
+// timeout, checkpoint interval; paced by a statement rate so that a pass
+// can be stopped in the middle): on SQLite a SIGKILLed worker's pass
+// resumes and a Schedule fires a pass; on PostgreSQL and MariaDB a worker
+// is SIGKILLed and another SIGTERMed mid-pass (handOver: the work redone,
+// the hand-over time, the totals).
 func TestWorkerOnTemporal(t *testing.T) {
 	s := loadSettings(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	const tag, queue = "worker", "tqs-e2e"
+	const tag = "worker"
 	// Temporal's own persistence: SQLite, the quickest to set up; the
-	// scavenged databases are seeded files of their own, so that the
-	// rows a pass leaves can be compared.
+	// scavenged databases are seeded files or databases of their own, so
+	// that the rows a pass leaves can be compared.
 	tdb := newEngineDB(t, s, "sqlite", tag)
 	ts := newTemporalServer(t, s, tdb, false, tag)
 	if err := ts.start(ctx); err != nil {
@@ -53,7 +60,30 @@ func TestWorkerOnTemporal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	t.Run("sqlite", func(t *testing.T) { workerOnSQLite(ctx, t, s, ts, c) })
+	for _, e := range s.engines {
+		var engine sqlstore.Engine
+		switch e {
+		case "postgres":
+			engine = sqlstore.Postgres
+		case "mysql":
+			engine = sqlstore.MySQL
+		default:
+			continue
+		}
+		t.Run(e, func(t *testing.T) {
+			for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+				handOver(ctx, t, s, ts, c, engine, sig)
+			}
+		})
+	}
+}
 
+// workerOnSQLite: a worker SIGKILLed mid-pass over a SQLite file, the pass
+// resumed by another and digest-equal to a clean pass; then a Schedule
+// made with `tqscavenger schedule` fires a pass.
+func workerOnSQLite(ctx context.Context, t *testing.T, s settings, ts *temporalServer, c client.Client) {
+	const tag, queue = "worker", "tqs-e2e"
 	dir := filepath.Join(s.work, tag)
 	pathA, pathB := filepath.Join(dir, "scavenged.db"), filepath.Join(dir, "clean.db")
 	for _, p := range []string{pathA, pathB} {
@@ -64,10 +94,9 @@ func TestWorkerOnTemporal(t *testing.T) {
 	w1 := startWorker(t, s, ts, pathA, queue, logPath(s, tag, "worker-1.log"))
 	desc := temporalworker.PassDescription{
 		DatabaseIdentity: id, Partitions: 3, Now: workerNow, Rules: scavenger.Rules{PastLiveHead: true},
-		// Slow enough to be killed in the middle: small pages, few
-		// statements a second.
-		ListPageSize: 20, MaxStatementsPerSecond: 30,
-		HeartbeatTimeout: 4 * time.Second, CheckpointInterval: 200 * time.Millisecond,
+		// The default settings, paced so that a pass lasts long enough
+		// to be killed in the middle.
+		MaxStatementsPerSecond: 30,
 	}
 	t0 := time.Now()
 	run, err := temporalworker.StartPass(ctx, c, "tqs-e2e-pass", queue, desc)
@@ -105,7 +134,16 @@ func TestWorkerOnTemporal(t *testing.T) {
 		}
 		final += p.ThisAttempt.TasksProcessed
 	}
-	clean := cleanWorkerPass(t, pathB, desc)
+	dbB, err := sqlstore.Open(ctx, "sqlite:"+pathB, sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := queueKeys(ctx, t, dbB)
+	clean, cleanParts := cleanStorePass(t, dbB, desc)
+	dbB.Close()
+	for _, p := range res.Partitions {
+		checkRedone(t, "sqlite", syscall.SIGKILL, p, rows, desc, cleanParts)
+	}
 	t.Logf("clean pass: %d tasks examined, %d deleted; the killed pass's final attempts examined %d", clean.TasksProcessed, clean.TasksDeleted, final)
 	if resumed == 0 {
 		t.Error("no partition resumed from a heartbeat after the kill")
@@ -213,28 +251,6 @@ func dbIdentity(t *testing.T, path string) string {
 	return id
 }
 
-// cleanWorkerPass makes the description's pass over the whole file in one
-// go, as `run` does.
-func cleanWorkerPass(t *testing.T, path string, d temporalworker.PassDescription) scavenger.Stats {
-	t.Helper()
-	db, err := sqlstore.Open(context.Background(), "sqlite:"+path, sqlstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	d.MaxStatementsPerSecond = 0
-	cfg, err := d.Config(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Partition = scavenger.Partition{}
-	st, err := scavenger.New(db, cfg).Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // fileDigest hashes every row of the SQLite file's task tables.
 func fileDigest(t *testing.T, path string) string {
 	t.Helper()
@@ -283,8 +299,15 @@ func (p *workerProc) kill() {
 	}
 }
 
+// stopAfterQueues is how many queues a partition's recorded heartbeat has
+// counted as processed before its worker is stopped: a few per worker, so
+// that a position that lagged the work (a page's, not a queue's, as issue
+// 26 found) would show as many queues redone.
+const stopAfterQueues = 3 * scavenger.DefaultWorkers
+
 // waitForCheckpoint polls the pass until a partition activity's recorded
-// heartbeat holds a position inside a walk, and returns that heartbeat.
+// heartbeat holds a position inside a walk and counts stopAfterQueues
+// queues processed, and returns that heartbeat.
 func waitForCheckpoint(ctx context.Context, t *testing.T, c client.Client, id string) temporalworker.Progress {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
@@ -305,7 +328,7 @@ func waitForCheckpoint(ctx context.Context, t *testing.T, c client.Client, id st
 			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetHeartbeatDetails(), &p); err != nil {
 				t.Fatal(err)
 			}
-			if p.Checkpoint != nil {
+			if p.Checkpoint != nil && p.ThisAttempt.QueuesProcessed >= stopAfterQueues {
 				for _, w := range p.Checkpoint.Walks {
 					if w.After != nil || w.Done {
 						return p
