@@ -127,6 +127,11 @@ type PartitionResult struct {
 	// heartbeat, at the positions ResumedFrom.
 	Resumed     bool                     `json:"resumed"`
 	ResumedFrom []scavenger.WalkPosition `json:"resumed_from,omitempty"`
+	// ResumeRefused says why the finishing attempt did not resume from
+	// the last heartbeat's checkpoint (damaged, of other settings, a
+	// position past its table's last row, …) and started from the
+	// partition's first hash instead; empty if it resumed or had none.
+	ResumeRefused string `json:"resume_refused,omitempty"`
 	// ThisAttempt counts the work of the finishing attempt;
 	// EarlierAttempts that of the attempts before it, up to their last
 	// heartbeat. Rows an earlier attempt examined past its last mark are
@@ -207,10 +212,16 @@ func (a *Activities) ScavengePartition(ctx context.Context, in PartitionInput) (
 	if err != nil {
 		return res, err
 	}
-	p := a.startFrom(ctx, log, Progress{Version: ProgressVersion, Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}, cfg, id)
+	p, refused := a.startFrom(ctx, log, Progress{Version: ProgressVersion, Partition: in.Partition, Partitions: d.Partitions, Attempt: info.Attempt}, cfg, id)
 	res.setEarlier(p.Earlier)
+	metrics := activity.GetMetricsHandler(ctx)
 	if p.Checkpoint != nil {
 		res.Resumed, res.ResumedFrom = true, p.Checkpoint.Walks
+		metrics.Counter(MetricPartitionsResumed).Inc(1)
+	}
+	if refused != nil {
+		res.ResumeRefused = refused.Error()
+		metrics.Counter(MetricCheckpointsRefused).Inc(1)
 	}
 	p.Counted = res.EarlierAttempts
 
@@ -300,24 +311,25 @@ func (a *Activities) checkDatabase(ctx context.Context, want string) (string, er
 // checkpoint that does not belong (written under other settings, against
 // another database's tables, or before the tables changed), are logged
 // and left: the partition starts from its first hash, which redoes work
-// and skips none, rather than fail on every retry.
-func (a *Activities) startFrom(ctx context.Context, log *slog.Logger, p Progress, cfg scavenger.Config, id string) Progress {
+// and skips none, rather than fail on every retry. The error says why
+// a checkpoint the details held was left (PartitionResult.ResumeRefused).
+func (a *Activities) startFrom(ctx context.Context, log *slog.Logger, p Progress, cfg scavenger.Config, id string) (Progress, error) {
 	if !activity.HasHeartbeatDetails(ctx) {
-		return p
+		return p, nil
 	}
 	var last Progress
 	switch err := activity.GetHeartbeatDetails(ctx, &last); {
 	case err != nil:
 		log.Warn("heartbeat details unreadable: the partition starts from its first hash", "err", err)
-		return p
+		return p, fmt.Errorf("heartbeat details unreadable: %w", err)
 	case last.Partition != p.Partition || last.Partitions != p.Partitions:
 		log.Warn("heartbeat details of another partition: the partition starts from its first hash",
 			"recorded", fmt.Sprintf("%d/%d", last.Partition, last.Partitions))
-		return p
+		return p, fmt.Errorf("heartbeat details of partition %d/%d", last.Partition, last.Partitions)
 	}
 	p.Earlier = resumeFrom(last)
 	if last.Checkpoint == nil {
-		return p
+		return p, nil
 	}
 	err := last.Checkpoint.Fits(cfg, id)
 	if err == nil {
@@ -325,13 +337,26 @@ func (a *Activities) startFrom(ctx context.Context, log *slog.Logger, p Progress
 	}
 	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
 		log.Warn("the heartbeat's checkpoint does not fit this pass: the partition starts from its first hash", "err", err)
-		return p
+		return p, err
 	}
 	// Not checked against the tables (the store's error): Run checks
 	// again, under the lock.
 	p.Checkpoint = last.Checkpoint
-	return p
+	return p, nil
 }
+
+// The partition activity's metrics, counted through the worker's SDK
+// metrics handler (client.Options.MetricsHandler; the SDK's no-op one
+// unless the worker's client sets one).
+const (
+	// MetricPartitionsResumed counts partition attempts that resumed
+	// from the last heartbeat's checkpoint.
+	MetricPartitionsResumed = "tqscavenger_partitions_resumed"
+	// MetricCheckpointsRefused counts partition attempts that left the
+	// last heartbeat's checkpoint (PartitionResult.ResumeRefused) and
+	// started from the partition's first hash.
+	MetricCheckpointsRefused = "tqscavenger_checkpoints_refused"
+)
 
 // failed returns the activity's error for a pass that ended with st and
 // err, after its final heartbeat.
