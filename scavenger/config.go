@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
@@ -218,6 +219,10 @@ type Pace struct {
 	// window or a copy. See PaceMode. Scavenger.Tune changes it on a
 	// running pass, from its next statement.
 	Mode PaceMode
+	// TemporalMetrics are Temporal's Prometheus endpoints (matching's,
+	// history's) whose persistence_latency the gentle pace watches as its
+	// best signal (temporalmetrics.go). Default: none.
+	TemporalMetrics []string
 	// YieldToLoad is deprecated: it asks for PaceGentle, which is the
 	// default. With Mode PaceFull it is refused.
 	YieldToLoad bool
@@ -421,6 +426,13 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParsePaceMode(string(c.Mode)); err != nil {
 		return err
+	}
+	for _, u := range c.TemporalMetrics {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			// Not echoed: a malformed URL may hold a password where
+			// redaction cannot find it.
+			return fmt.Errorf("a temporal metrics endpoint is not an http:// or https:// URL")
+		}
 	}
 	if c.YieldToLoad && c.Mode == PaceFull {
 		return fmt.Errorf("yield to load (deprecated) asks for the gentle pace; it cannot go with pace full")

@@ -229,7 +229,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 		stopWatch = watchLock(ctx, s.cfg, hard)
 	}
 	stopProbe := startProbe(ctx, s.st, p.pacer, s.Config(), s.closing)
+	stopTemporal := startTemporalMetrics(ctx, p.pacer, s.cfg, s.closing)
 	err := p.run(ctx)
+	stopTemporal()
 	stopProbe()
 	if err == nil || errors.Is(err, ErrShutdown) {
 		// After a shutdown too: the jobs' statements in flight may finish

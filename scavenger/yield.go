@@ -128,8 +128,9 @@ type yielder struct {
 	saved            [2]float64 // allowed and share before the re-measure
 	probeIdle        []time.Duration
 	probe            yieldWindow
-	lastSignal       string  // what the last window measured
-	lastRatio        float64 // its median ÷ baseline
+	signals          map[string]*yieldWindow // outside signals: observeSignal
+	lastSignal       string                  // what the last window measured
+	lastRatio        float64                 // its median ÷ baseline
 	floorHits        int64
 	onWait           func() // a test's: called, under mu, when a statement starts waiting
 	decreases        int
@@ -159,7 +160,7 @@ func newYielder(cfg Config, stop <-chan struct{}) *yielder {
 		factor: cfg.YieldFactor, workers: max(1, cfg.Workers), log: cfg.Logger, now: time.Now, sleep: sleepCtx, stop: stop,
 		allowed: 1, share: 1, kinds: map[yieldKind]*yieldWindow{}, minAllowed: 1, minShare: 1, maxShare: 1,
 		full: cfg.Mode == PaceFull, batchCeil: max(1, cfg.TaskBatchSize), batchCap: max(1, cfg.TaskBatchSize),
-		stuckAfter: 2 * cfg.SlowStatement, starts: map[uint64]time.Time{},
+		stuckAfter: 2 * cfg.SlowStatement, starts: map[uint64]time.Time{}, signals: map[string]*yieldWindow{},
 	}
 	if y.stuckAfter <= 0 {
 		y.stuckAfter = 2 * time.Second
@@ -441,6 +442,23 @@ func (y *yielder) observeProbe(d time.Duration) {
 		return
 	}
 	y.window("probe", &y.probe, d)
+}
+
+// observeSignal records one sample of an outside signal (Temporal's own
+// persistence latency): its baseline is its first window, then follows
+// quiet windows as the others do.
+func (y *yielder) observeSignal(name string, d time.Duration) {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	if y.full || d <= 0 {
+		return
+	}
+	w := y.signals[name]
+	if w == nil {
+		w = &yieldWindow{}
+		y.signals[name] = w
+	}
+	y.window(name, w, d)
 }
 
 // window adds d to w's window and, once it is full, compares its median

@@ -55,10 +55,10 @@ func TestPaceFlag(t *testing.T) {
 	}
 	db := seedFile(t)
 	before := countTasks(t, db)
-	for _, args := range [][]string{{"--pace", "fast"}, {"--pace", "full", "--yield-to-load"}} {
+	for _, args := range [][]string{{"--pace", "fast"}, {"--pace", "full", "--yield-to-load"}, {"--temporal-metrics", "scraper:hunter2@matching:9090/metrics"}} {
 		code, _, errOut := tqs(append([]string{"run", "--db", db}, args...)...)
-		if code != cli.ExitUsage || !strings.Contains(errOut, "--pace") && !strings.Contains(errOut, "pace") {
-			t.Errorf("%v: exit %d, want %d naming the pace: %s", args, code, cli.ExitUsage, errOut)
+		if code != cli.ExitUsage || !strings.Contains(errOut, "pace") && !strings.Contains(errOut, "metrics endpoint") || strings.Contains(errOut, "hunter2") {
+			t.Errorf("%v: exit %d, want %d naming the pace or endpoint, no password: %s", args, code, cli.ExitUsage, errOut)
 		}
 	}
 	if after := countTasks(t, db); after != before {

@@ -47,6 +47,7 @@ type scavengeFlags struct {
 
 	maxDeletes, maxStatements float64
 	paceMode                  string
+	temporalMetrics           multiFlag
 	yield                     bool
 	yieldFactor               float64
 
@@ -93,6 +94,7 @@ func (f *scavengeFlags) register(g *flagGroups) {
 	durationVar(p, &f.retryMin, "retry-initial", 0, "first backoff after a transient error "+byMode(defaults.RetryInitial, temporalConfig.RetryInitial))
 	durationVar(p, &f.retryMax, "retry-max", 0, "backoff cap for transient errors "+byMode(defaults.RetryMax, temporalConfig.RetryMax))
 	p.StringVar(&f.paceMode, "pace", string(scavenger.PaceGentle), paceHelp)
+	p.Var(&f.temporalMetrics, "temporal-metrics", "Temporal's Prometheus endpoint (matching's, history's; repeatable): the gentle pace backs off on its persistence_latency of CreateTasks, GetTasks, UpdateWorkflowExecution and AppendHistoryNodes, scraped every second (default none)")
 	p.BoolVar(&f.yield, "yield-to-load", false, "deprecated: the gentle pace, the default")
 	p.Float64Var(&f.yieldFactor, "yield-factor", 0, fmt.Sprintf("how much slower than its quiet baseline a statement may get before the gentle pace backs off (default %g)", scavenger.DefaultYieldFactor))
 	deprecate(p, "yield-to-load", "the gentle pace it asked for is the default (--pace gentle)")
@@ -271,6 +273,7 @@ func (f *scavengeFlags) pace() (scavenger.Pace, error) {
 		return p, usagef("--yield-to-load (deprecated) asks for the gentle pace: it cannot go with --pace full")
 	}
 	p.Mode = mode
+	p.TemporalMetrics = f.temporalMetrics.vals
 	return p, nil
 }
 

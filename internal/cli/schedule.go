@@ -38,6 +38,7 @@ var notScheduled = map[string]string{
 	"retry-max":         "a scheduled pass uses the default retry budget",
 	"yield-to-load":     "a scheduled pass does not carry it (the gentle pace it asked for is the default)",
 	"yield-factor":      "a scheduled pass does not carry it",
+	"temporal-metrics":  "a scheduled pass does not carry it",
 }
 
 // scheduleWriteFlags are create's and update's: the pass is described by
