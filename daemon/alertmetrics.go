@@ -1,9 +1,10 @@
 package daemon
 
-// The series the alert rules (deploy/helm/tqscavenger/files) read beyond
-// the pass counters: failures by cause, how long another instance has
-// held the lock, the expired tasks the last completed pass left per table,
-// and the schedule and mode they are judged against.
+// The series the alert rules and the dashboard (deploy/helm/tqscavenger/files)
+// read beyond the pass counters: failures by cause, how long another
+// instance has held the lock, the expired tasks the last completed pass
+// left per table, and the schedule, mode and rate limits they are judged
+// against.
 
 import (
 	"context"
@@ -133,6 +134,7 @@ func (w *lockWatch) lastValue() float64 { return math.Float64frombits(w.last.Loa
 type alertCollector struct {
 	d                                                  *Daemon
 	failedByCause, lockHeld, expiredLeft, interval, pl *prometheus.Desc
+	maxDeletes, maxStatements                          *prometheus.Desc
 }
 
 func newAlertCollector(d *Daemon) *alertCollector {
@@ -143,12 +145,14 @@ func newAlertCollector(d *Daemon) *alertCollector {
 		expiredLeft:   desc("tasks_expired_left", "Expired tasks the last completed pass examined and left, by table (behind a live task: by design without --past-live-head).", "table"),
 		interval:      desc("schedule_interval_seconds", "Time between two scheduled passes, the largest jitter added: what the alerts judge the last success's age against."),
 		pl:            desc("past_live_head", "1 if passes delete expired tasks behind a live one (--past-live-head), where none should be left; else 0."),
+		maxDeletes:    desc("max_deletes_per_second", "The cap on rows deleted per second in effect (--max-deletes-per-second); 0 for none."),
+		maxStatements: desc("max_statements_per_second", "The cap on statements per second in effect (--max-statements-per-second); 0 for none."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *alertCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.failedByCause, c.lockHeld, c.expiredLeft, c.interval, c.pl} {
+	for _, d := range []*prometheus.Desc{c.failedByCause, c.lockHeld, c.expiredLeft, c.interval, c.pl, c.maxDeletes, c.maxStatements} {
 		ch <- d
 	}
 }
@@ -168,6 +172,7 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	interval := Interval(d.cfg.Schedule, d.clock.Now()) + d.cfg.Jitter
 	pastLiveHead := d.cfg.Scavenger.PastLiveHead
+	maxDeletes, maxStatements := d.cfg.Scavenger.MaxDeletesPerSecond, d.cfg.Scavenger.MaxStatementsPerSecond
 	d.mu.Unlock()
 
 	for _, cause := range failureCauses {
@@ -183,4 +188,6 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 		pl = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.pl, prometheus.GaugeValue, pl)
+	ch <- prometheus.MustNewConstMetric(c.maxDeletes, prometheus.GaugeValue, maxDeletes)
+	ch <- prometheus.MustNewConstMetric(c.maxStatements, prometheus.GaugeValue, maxStatements)
 }

@@ -104,10 +104,18 @@ func TestFailedByCause(t *testing.T) {
 func TestExpiredLeftByTable(t *testing.T) {
 	db := seeded(t, seed.Spec{Queues: 1, TasksPerQueue: 40, Expired: 0.75, NoExpiry: 0.25, Layout: seed.LiveFirst, IdleAge: 72 * time.Hour})
 	clock := newFakeClock()
-	d := newDaemon(t, daemon.Config{DB: db, RunAtStart: true, Clock: clock})
+	cfg := daemon.Config{DB: db, RunAtStart: true, Clock: clock}
+	cfg.Scavenger.MaxDeletesPerSecond = 5000
+	d := newDaemon(t, cfg)
 	start(t, d)
 	clock.waitTimers(t, 1)
 	reg := d.Registry()
+	if got := metric(t, reg, "tqscavenger_max_deletes_per_second"); got != 5000 {
+		t.Errorf("max_deletes_per_second = %v, want 5000", got)
+	}
+	if got := metric(t, reg, "tqscavenger_max_statements_per_second"); got != 0 {
+		t.Errorf("max_statements_per_second = %v, want 0 (none)", got)
+	}
 	v1 := metric(t, reg, "tqscavenger_tasks_expired_left", "table", "v1")
 	v2 := metric(t, reg, "tqscavenger_tasks_expired_left", "table", "v2")
 	if v1 != 30 || v2 != 0 {

@@ -47,6 +47,7 @@ serve: {replicaCount: 3, settings: {every: 6h, past-live-head: true}}
 metrics:
   serviceMonitor: {enabled: true, additionalLabels: {release: prometheus}, metricRelabelings: [{action: labeldrop, regex: goversion}]}
   prometheusRule: {enabled: true, additionalLabels: {release: prometheus}}
+  dashboard: {enabled: true}
 nodeSelector: {kubernetes.io/os: linux}
 extraObjects:
   - apiVersion: v1
