@@ -6,6 +6,7 @@ package cli
 // start-up check again, and hands the result to the daemon.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -89,6 +90,11 @@ func (r *reloader) reload() {
 	var next resolved
 	if err == nil {
 		next, err = fresh.resolve(io.Discard)
+	}
+	if err == nil {
+		// A namespace name no longer in the table would fail every pass:
+		// refuse the reload instead, as serve refuses it at start.
+		err = checkNamespaceNames(context.Background(), r.db, next.cfg)
 	}
 	// Each refusal is recorded before it is logged: whoever reads the log
 	// line finds it on the status page and in the metrics.
