@@ -25,16 +25,16 @@ func feed(y *yielder, n int, lat time.Duration) {
 }
 
 // TestYielderFloor: however long the harm lasts, the gentle pace keeps one
-// statement in flight, a share of at least 1/8, pauses of at most a
-// second and batches of at least 64 rows, and counts the windows it could
-// not be gentler.
+// statement in flight, a share of at least 1/4, pauses of at most a
+// second and batches of at least a quarter of the task batch size, and
+// counts the windows it could not be gentler.
 func TestYielderFloor(t *testing.T) {
 	ms := time.Millisecond
 	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2, TaskBatchSize: 1000}, Hooks: Hooks{Logger: quietLog()}}, nil)
 	feed(y, 1, 10*ms)  // the baseline
 	feed(y, 20, 50*ms) // harm, for good
-	if y.allowed != 1 || y.share != yieldMinShare || y.batchCap != yieldMinBatch {
-		t.Fatalf("after long harm: %d at once, share %g, batch cap %d; want the floor 1, %g, %d", y.allowed, y.share, y.batchCap, yieldMinShare, yieldMinBatch)
+	if y.allowed != 1 || y.share != yieldMinShare || y.batchCap != 250 {
+		t.Fatalf("after long harm: %d at once, share %g, batch cap %d; want the floor 1, %g, 250", y.allowed, y.share, y.batchCap, yieldMinShare)
 	}
 	if y.floorHits == 0 || y.floorHits >= 20 {
 		t.Fatalf("%d floor hits, want some (the windows after the floor was reached) and fewer than the 20 windows", y.floorHits)
@@ -46,7 +46,7 @@ func TestYielderFloor(t *testing.T) {
 	}{
 		{10 * ms, 1, 0},
 		{10 * ms, 0.5, 10 * ms},
-		{10 * ms, yieldMinShare, 70 * ms},
+		{10 * ms, yieldMinShare, 30 * ms},
 		{500 * ms, yieldMinShare, yieldMaxPause},
 	} {
 		if got := pauseFor(c.d, c.share); got != c.want {
@@ -56,27 +56,28 @@ func TestYielderFloor(t *testing.T) {
 }
 
 // TestYielderBatchLever: each decrease halves the cap of the pass's batch
-// sizes (down to 64), and quiet windows raise it back by an eighth of the
-// task batch size once share and statements at once are back.
+// sizes (down to a quarter of the task batch size), and quiet windows
+// raise it back by an eighth of it once share and statements at once are
+// back.
 func TestYielderBatchLever(t *testing.T) {
 	ms := time.Millisecond
 	b := newBatcher(1000, time.Second)
 	y := newYielder(Config{Pace: Pace{Workers: 2, YieldFactor: 2, TaskBatchSize: 1000}, Hooks: Hooks{Logger: quietLog()}}, nil)
 	y.batch = b
 	feed(y, 1, 10*ms)
-	for _, want := range []int{500, 250, 125, 64, 64} {
+	for _, want := range []int{500, 250, 250} {
 		feed(y, 1, 30*ms)
 		if b.size() != want {
 			t.Fatalf("batch size %d after a decrease, want %d", b.size(), want)
 		}
 	}
-	feed(y, 8, 10*ms) // share 1/8 → 1, then 2 at once
-	if y.share != 1 || y.allowed != 2 || b.size() != 64 {
-		t.Fatalf("share %g, %d at once, batch %d: want 1, 2 and still 64 (the batch grows last)", y.share, y.allowed, b.size())
+	feed(y, 7, 10*ms) // share 1/4 → 1, then 2 at once
+	if y.share != 1 || y.allowed != 2 || b.size() != 250 {
+		t.Fatalf("share %g, %d at once, batch %d: want 1, 2 and still 250 (the batch grows last)", y.share, y.allowed, b.size())
 	}
 	feed(y, 1, 10*ms)
-	if b.size() != 64+125 {
-		t.Fatalf("batch %d after a quiet window, want %d", b.size(), 64+125)
+	if b.size() != 250+125 {
+		t.Fatalf("batch %d after a quiet window, want %d", b.size(), 250+125)
 	}
 }
 

@@ -52,11 +52,16 @@ import (
 //
 // The floor keeps a gentle pass moving whatever the signals say: at least
 // one statement in flight, share at least yieldMinShare, no pause longer
-// than yieldMaxPause, batches of at least yieldMinBatch rows. A pass at
-// the floor that still sees harm logs that it cannot be gentler
-// (Stats.Pace.FloorHits counts it): on one statement at a time a gentle
-// pass takes at most 1/yieldMinShare = 8 times as long as it would one
-// statement at a time without pauses.
+// than yieldMaxPause, batches of at least a quarter of
+// Config.TaskBatchSize (and yieldMinBatch rows). A pass at the floor that
+// still sees harm logs that it cannot be gentler (Stats.Pace.FloorHits
+// counts it): at the floor a gentle pass takes at most 1/yieldMinShare =
+// 4 times as long as it would one statement at a time without pauses, and
+// its batches are at most 4 times smaller. (A floor of 1/8 and 64-row
+// batches, the first choice, let a pass beside a loaded PostgreSQL run
+// past the lab's 3-minute bound where the full pace took seconds:
+// 1,000-row deletes became 64-row ones, 16 times the statements, each
+// followed by 7 times its time.)
 //
 // # SQLite: a duty cycle
 //
@@ -74,7 +79,7 @@ import (
 const (
 	yieldSamples = 8
 	// The floor.
-	yieldMinShare = 1.0 / 8
+	yieldMinShare = 1.0 / 4
 	yieldMaxPause = time.Second
 	yieldMinBatch = 64
 	// yieldSQLiteDuty is the most of the time a gentle pass holds a
@@ -490,10 +495,10 @@ func (y *yielder) window(signal string, w *yieldWindow, d time.Duration) {
 
 func (y *yielder) decrease(signal string, m, base time.Duration) {
 	y.decreases++
-	atFloor := y.allowed == 1 && y.share <= yieldMinShare && y.batchCap <= yieldMinBatch
+	atFloor := y.allowed == 1 && y.share <= yieldMinShare && y.batchCap <= y.minBatch()
 	y.allowed = max(1, y.allowed/2)
 	y.share = max(yieldMinShare, y.share/2)
-	y.setBatchCap(max(min(yieldMinBatch, y.batchCeil), y.batchCap/2))
+	y.setBatchCap(max(y.minBatch(), y.batchCap/2))
 	y.minAllowed = min(y.minAllowed, y.allowed)
 	y.minShare = min(y.minShare, y.share)
 	now := y.now()
@@ -525,6 +530,12 @@ func (y *yielder) increase() {
 	case y.batchCap < y.batchCeil:
 		y.setBatchCap(min(y.batchCeil, y.batchCap+max(1, y.batchCeil/8)))
 	}
+}
+
+// minBatch is the floor of the batch cap: a quarter of the task batch
+// size, at least yieldMinBatch rows (never above the batch size).
+func (y *yielder) minBatch() int {
+	return min(y.batchCeil, max(yieldMinBatch, y.batchCeil/4))
 }
 
 // setBatchCap sets the cap of the pass's batch sizes (under mu).

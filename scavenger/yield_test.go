@@ -35,9 +35,9 @@ func TestYielderAIMD(t *testing.T) {
 		{"exactly the factor is still quiet", 20 * ms, 100, 4, 1, 10*ms + 10*ms/8},
 		{"over the factor: halve", 30 * ms, 100, 2, 0.5, 10*ms + 10*ms/8},
 		{"over the factor: halve again", 30 * ms, 100, 1, 0.25, 10*ms + 10*ms/8},
-		{"a floor of one at once", 30 * ms, 100, 1, 0.125, 10*ms + 10*ms/8},
-		{"quieter: the baseline follows down, the share grows", 5 * ms, 100, 1, 0.25, 5 * ms},
-		{"another size of result has a baseline of its own", 50 * ms, 1000, 1, 0.25, 50 * ms},
+		{"a floor of one at once and a quarter of the time", 30 * ms, 100, 1, 0.25, 10*ms + 10*ms/8},
+		{"quieter: the baseline follows down, the share grows", 5 * ms, 100, 1, 0.375, 5 * ms},
+		{"another size of result has a baseline of its own", 50 * ms, 1000, 1, 0.375, 50 * ms},
 	}
 	for _, s := range steps {
 		for range yieldSamples {
@@ -54,8 +54,8 @@ func TestYielderAIMD(t *testing.T) {
 	if y.share != 1 || y.allowed != 4 {
 		t.Fatalf("after quiet windows: allowed %d share %g, want back to 4 and 1", y.allowed, y.share)
 	}
-	if d, minAllowed, minShare := y.counters(); d != 3 || minAllowed != 1 || minShare != 0.125 {
-		t.Fatalf("counters: %d decreases, least %d at once, least share %g; want 3, 1, 0.125", d, minAllowed, minShare)
+	if d, minAllowed, minShare := y.counters(); d != 3 || minAllowed != 1 || minShare != 0.25 {
+		t.Fatalf("counters: %d decreases, least %d at once, least share %g; want 3, 1, 0.25", d, minAllowed, minShare)
 	}
 }
 
