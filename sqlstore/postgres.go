@@ -75,6 +75,9 @@ var postgresDialect = &dialect{
 
 // newPostgresConnector is Connector for a PostgreSQL DSN.
 func newPostgresConnector(d DSN, opts Options) (driver.Connector, error) {
+	if err := checkPostgresTLSFiles(d); err != nil {
+		return nil, err
+	}
 	cfg, err := pgx.ParseConfig(d.URL.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadDSN, d, redactErr(err, d))

@@ -221,11 +221,7 @@ func pemOf(what, file, data string) ([]byte, error) {
 	case file != "" && data != "":
 		return nil, fmt.Errorf("%w: the %s given both as a file and as data: give one", ErrTLS, what)
 	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("%w: read the %s: %v", ErrTLS, what, err)
-		}
-		return b, nil
+		return readTLSFile(what, file)
 	case data != "":
 		if strings.HasPrefix(strings.TrimSpace(data), "-----BEGIN") {
 			return []byte(data), nil
@@ -238,6 +234,82 @@ func pemOf(what, file, data string) ([]byte, error) {
 		return b, nil
 	}
 	return nil, nil
+}
+
+// MaxTLSFileBytes bounds a TLS file (a CA bundle, a client certificate or
+// key): four times the system's whole CA bundle (about 220 KB), so that a
+// file named by mistake (a disk image, /dev/zero) is refused, not read
+// into memory.
+const MaxTLSFileBytes = 1 << 20
+
+// readTLSFile reads the TLS file of path: a regular file (not a device,
+// FIFO or directory, which can be read without end or block) of at most
+// MaxTLSFileBytes. Its errors name the path, never the content, which may
+// be a private key.
+func readTLSFile(what, path string) ([]byte, error) {
+	f, err := openTLSFile(what, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxTLSFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read the %s %s: %v", ErrTLS, what, path, err)
+	}
+	if len(b) > MaxTLSFileBytes {
+		return nil, fmt.Errorf("%w: the %s %s is larger than %d bytes: name the PEM file", ErrTLS, what, path, MaxTLSFileBytes)
+	}
+	return b, nil
+}
+
+// openTLSFile opens the TLS file of path if it is a regular file of at
+// most MaxTLSFileBytes (see readTLSFile).
+func openTLSFile(what, path string) (*os.File, error) {
+	// Checked before the open too, which would block on a FIFO.
+	if err := tlsFileOK(what, path, os.Stat); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read the %s: %v", ErrTLS, what, err)
+	}
+	if err := tlsFileOK(what, path, func(string) (os.FileInfo, error) { return f.Stat() }); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// tlsFileOK refuses a TLS file that stat says is no regular file or is
+// larger than MaxTLSFileBytes.
+func tlsFileOK(what, path string, stat func(string) (os.FileInfo, error)) error {
+	fi, err := stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: read the %s: %v", ErrTLS, what, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: the %s %s is not a regular file (%s): name the PEM file", ErrTLS, what, path, fi.Mode().Type())
+	case fi.Size() > MaxTLSFileBytes:
+		return fmt.Errorf("%w: the %s %s is %d bytes, more than the %d allowed: name the PEM file", ErrTLS, what, path, fi.Size(), MaxTLSFileBytes)
+	}
+	return nil
+}
+
+// checkPostgresTLSFiles applies tlsFileOK to the files that a PostgreSQL
+// DSN's sslrootcert, sslcert and sslkey name, before pgx reads them
+// whole.
+func checkPostgresTLSFiles(d DSN) error {
+	q := d.URL.Query()
+	for _, p := range []struct{ param, what string }{{"sslrootcert", "CA"}, {"sslcert", "client certificate"}, {"sslkey", "client key"}} {
+		path := q.Get(p.param)
+		if path == "" || (p.param == "sslrootcert" && path == "system") {
+			continue
+		}
+		if err := tlsFileOK(p.what+" ("+p.param+")", path, os.Stat); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // source names where a certificate came from, for errors.
