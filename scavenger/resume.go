@@ -18,7 +18,7 @@ import (
 // checksum does not match its contents: a file damaged on disk or edited
 // by hand. It wraps ErrCheckpointMismatch, so a host that refuses (or
 // starts afresh from) a checkpoint of another pass does the same with it.
-var ErrCheckpointCorrupt = fmt.Errorf("%w: its checksum does not match its contents (damaged, or edited by hand)", ErrCheckpointMismatch)
+var ErrCheckpointCorrupt = fmt.Errorf("%w: its checksum does not match its contents (damaged, edited by hand, or written by a newer build with fields this one does not know)", ErrCheckpointMismatch)
 
 // Sum returns the checksum of cp's contents (everything but Checksum):
 // "sha256:" and the hex of the SHA-256 of their JSON encoding. The
