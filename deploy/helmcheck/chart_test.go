@@ -167,8 +167,11 @@ func TestRequiredValues(t *testing.T) {
 	for _, c := range []struct{ values, want string }{
 		{`image: {repository: ""}`, "image.repository is required"},
 		{`database: {existingSecret: ""}`, "database.existingSecret is required"},
-		{`mode: daemon`, `mode "daemon": want serve, run or worker`},
-		{`database: {type: url}`, `database.type "url"`},
+		// values.schema.json: a mode, a database type, a key it does not know.
+		{`mode: daemon`, `at '/mode': value must be one of 'serve', 'run', 'worker'`},
+		{`database: {type: url}`, `at '/database/type': value must be one of`},
+		{`modee: run`, `additional properties 'modee' not allowed`},
+		{`image: {repo: x}`, `at '/image': additional properties 'repo' not allowed`},
 		{`database: {type: sql}`, "database.sql.host is required"},
 		{`tls: {enabled: true}`, "tls.existingSecret is required"},
 		{`mode: worker`, "worker.temporal.address is required"},
