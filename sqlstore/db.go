@@ -132,8 +132,8 @@ type DB struct {
 	// that kills cancelled statements).
 	closers []func() error
 
-	// connector is the connector the store was made on, for connections
-	// outside its pool (the lock's).
+	// connector is the connector the store was made on, its connect
+	// timeout added, for connections outside its pool (the lock's).
 	connector driver.Connector
 
 	// group, on a SQLite file in a rollback journal, shares write
@@ -250,9 +250,11 @@ func newDB(ctx context.Context, e Engine, c driver.Connector, opts Options, dsn 
 	case Postgres:
 		s.d = postgresDialect
 		c = timeoutConnector{c, opts.ConnectTimeout}
+		s.connector = c // the lock's connections are bounded too
 	case MySQL:
 		s.d = mysqlDialect
 		c = timeoutConnector{c, opts.ConnectTimeout}
+		s.connector = c
 		killer := sql.OpenDB(c)
 		killer.SetMaxOpenConns(2)
 		killer.SetMaxIdleConns(1)
