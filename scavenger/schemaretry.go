@@ -25,6 +25,14 @@ const SchemaCheckAttempts = 3
 // schema check.
 const MsgSchemaRetry = "schema check failed on a transient error, retrying"
 
+// CheckSchema runs db's schema check as Begin does, with bounded retries
+// of transient errors (see SchemaCheckAttempts) at cfg's backoff, logged
+// to cfg.Logger: for a host that checks a database before it makes any
+// pass (serve's start, report).
+func CheckSchema(ctx context.Context, db store.SchemaChecker, cfg Config) (store.SchemaInfo, error) {
+	return checkSchema(ctx, db, cfg)
+}
+
 // checkSchema runs db's schema check with bounded retries of transient
 // errors (see SchemaCheckAttempts).
 func checkSchema(ctx context.Context, db store.SchemaChecker, cfg Config) (store.SchemaInfo, error) {

@@ -308,7 +308,9 @@ func checked(ctx context.Context, db *sqlstore.DB, err error) (*sqlstore.DB, sto
 	if err != nil {
 		return nil, store.SchemaInfo{}, err
 	}
-	info, err := db.Check(ctx)
+	// Retried as a pass's is: a connection killed while the check runs is
+	// no reason to refuse the database (logged by the default logger).
+	info, err := scavenger.CheckSchema(ctx, db, scavenger.Config{})
 	if err != nil {
 		db.Close()
 		return nil, info, err

@@ -94,3 +94,24 @@ func result(t *testing.T, stdout string) map[string]any {
 	}
 	return m
 }
+
+// TestReportSchemaCheckConnectionKilled: report's start-up schema check
+// (the one serve's start makes too) has its connection cut once as the
+// check's statement goes out.
+//
+// Invariant: retried (logged) as a pass's is, and report runs (exit 0).
+func TestReportSchemaCheckConnectionKilled(t *testing.T) {
+	for _, e := range servers {
+		t.Run(string(e), func(t *testing.T) {
+			t.Parallel()
+			db := testdb.Open(t, e)
+			seedWorkload(t, db, workload{dead: 2, live: 1, tasksPerQueue: 2})
+			px := newProxy(t, db.DSN().URL.Host)
+			px.cutQueriesHolding(schemaProbe, 1)
+			code, _, stderr := runSplit(t, "report", "--db", px.via(dsnOf(db)))
+			if code != 0 || !strings.Contains(stderr, scavenger.MsgSchemaRetry) {
+				t.Errorf("report after one cut of its schema check: status %d, retry logged %v; want 0, logged\n%s", code, strings.Contains(stderr, scavenger.MsgSchemaRetry), stderr)
+			}
+		})
+	}
+}
