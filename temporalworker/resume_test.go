@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -171,4 +172,49 @@ func (f *failingScans) ScanTasks(ctx context.Context, t store.Table, after store
 		return nil, errors.New("worker lost (injected)")
 	}
 	return f.Store.ScanTasks(ctx, t, after, through, limit)
+}
+
+// TestPrometheusMetrics: the handler a worker's /metrics serves counts a
+// resumed partition in tqscavenger_partitions_resumed_total, which a
+// scrape finds at zero before any partition ran.
+func TestPrometheusMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, err := NewPrometheusMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatalf("%s not exported", name)
+		return 0
+	}
+	if v := value(MetricPartitionsResumed + "_total"); v != 0 {
+		t.Fatalf("before any pass: %v, want 0", v)
+	}
+	db := seeded(t)
+	d := newDatabase(t, db)
+	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{failUpperHalf(func() {})}}
+	env := newEnvWithMetrics(t, acts, h)
+	desc := describe(t, d, 1)
+	desc.ListPageSize = 10
+	desc.CheckpointInterval = time.Millisecond
+	env.ExecuteWorkflow(PassWorkflow, desc)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(MetricPartitionsResumed + "_total"); v != 1 {
+		t.Errorf("%s_total = %v after a resumed partition, want 1", MetricPartitionsResumed, v)
+	}
+	if v := value(MetricCheckpointsRefused + "_total"); v != 0 {
+		t.Errorf("%s_total = %v, want 0", MetricCheckpointsRefused, v)
+	}
 }

@@ -136,7 +136,7 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 					return usageError{err}
 				}
 			}
-			c, err := tf.dial(ctx, inv.env, &lf)
+			c, err := tf.dial(ctx, inv.env, &lf, nil)
 			if err != nil {
 				return err
 			}
@@ -253,7 +253,7 @@ func scheduleByIDFlags(sub string) func(g *flagGroups) runFunc {
 					return err
 				}
 			}
-			c, err := tf.dial(ctx, inv.env, &lf)
+			c, err := tf.dial(ctx, inv.env, &lf, nil)
 			if err != nil {
 				return err
 			}

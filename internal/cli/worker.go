@@ -10,6 +10,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -64,8 +65,9 @@ func (t *temporalFlags) check(o map[string]origin) error {
 	return nil
 }
 
-// dial connects to the Temporal frontend.
-func (t *temporalFlags) dial(ctx context.Context, e *env, lf *logFlags) (client.Client, error) {
+// dial connects to the Temporal frontend; metrics, if not nil, is the
+// client's SDK metrics handler.
+func (t *temporalFlags) dial(ctx context.Context, e *env, lf *logFlags, metrics client.MetricsHandler) (client.Client, error) {
 	log, err := lf.logger(e.stderr)
 	if err != nil {
 		return nil, err
@@ -73,6 +75,9 @@ func (t *temporalFlags) dial(ctx context.Context, e *env, lf *logFlags) (client.
 	opts, err := t.cfg.Options(log)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if metrics != nil {
+		opts.MetricsHandler = metrics
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -105,12 +110,14 @@ func workerFlags(g *flagGroups) runFunc {
 	var tf temporalFlags
 	var stmtTO, stopTimeout time.Duration
 	var maxConns, maxActivities int
+	var listen string
 	cf.register(g.Conn)
 	tf.register(g.Temporal)
 	g.Pace.IntVar(&maxActivities, "max-partitions", 2, "partition activities this worker runs at once")
 	durationVar(g.Pace, &stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
 	g.Pace.IntVar(&maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL, shared by the worker's activities (default "+fmt.Sprint(storeDefaults.MaxConns)+"; SQLite uses one)")
 	durationVar(g.Daemon, &stopTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running partitions may go on to a clean stop before their statements are cancelled; they then hand over to another worker from their final heartbeat")
+	g.Daemon.StringVar(&listen, "listen", "", `address for the worker's /metrics (the partition activity's counters: tqscavenger_partitions_resumed_total, tqscavenger_checkpoints_refused_total) and /healthz (default "": none)`)
 	lf.register(g.Output)
 	configFlag(g.Other)
 	return func(ctx context.Context, inv *invocation) error {
@@ -120,11 +127,16 @@ func workerFlags(g *flagGroups) runFunc {
 		if maxActivities < 1 || maxConns < 0 || stmtTO < 0 || stopTimeout < 0 {
 			return usagef("--max-partitions must be at least 1; --max-conns, --statement-timeout and --shutdown-timeout must not be negative")
 		}
-		return runWorker(ctx, inv, &cf, &lf, &tf, sqlOptions(stmtTO, maxConns), maxActivities, stopTimeout)
+		if listen != "" {
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return usagef("--listen %q: %v (want host:port, e.g. 127.0.0.1:9465)", listen, err)
+			}
+		}
+		return runWorker(ctx, inv, &cf, &lf, &tf, sqlOptions(stmtTO, maxConns), maxActivities, stopTimeout, listen)
 	}
 }
 
-func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags, tf *temporalFlags, opts sqlstore.Options, maxActivities int, stopTimeout time.Duration) error {
+func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags, tf *temporalFlags, opts sqlstore.Options, maxActivities int, stopTimeout time.Duration, listen string) error {
 	log, err := lf.logger(inv.stderr)
 	if err != nil {
 		return err
@@ -138,7 +150,16 @@ func runWorker(ctx context.Context, inv *invocation, cf *connFlags, lf *logFlags
 	if err != nil {
 		return fmt.Errorf("database identity: %w", err)
 	}
-	c, err := tf.dial(ctx, inv.env, lf)
+	var metrics client.MetricsHandler
+	if listen != "" {
+		var stopHTTP func()
+		metrics, stopHTTP, err = serveWorkerMetrics(listen, log)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+	}
+	c, err := tf.dial(ctx, inv.env, lf, metrics)
 	if err != nil {
 		return err
 	}

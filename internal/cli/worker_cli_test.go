@@ -91,3 +91,16 @@ func TestScheduleRefuses(t *testing.T) {
 		t.Errorf("no frontend: exit %d, %s", code, errOut)
 	}
 }
+
+// TestWorkerListen: a --listen that is no host:port is refused before
+// anything is opened; a good one serves /metrics while the worker starts,
+// and is closed again when the worker cannot reach Temporal (status 4).
+func TestWorkerListen(t *testing.T) {
+	setEnv(t, nil)
+	checkUsageError(t, []string{"worker", "--db", "sqlite:nowhere.db", "--listen", "9465"}, `--listen "9465"`, tqs)
+	path := seedFile(t)
+	code, _, errOut := tqs("worker", "--db", path, "--temporal-address", "127.0.0.1:1", "--listen", "127.0.0.1:0")
+	if code != cli.ExitUnavailable || !strings.Contains(errOut, "worker metrics listening") || !strings.Contains(errOut, "Temporal frontend 127.0.0.1:1") {
+		t.Errorf("worker --listen without a frontend: exit %d, want %d after the metrics endpoint started: %s", code, cli.ExitUnavailable, errOut)
+	}
+}
