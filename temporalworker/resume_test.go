@@ -79,11 +79,28 @@ func TestRetryRefusesCheckpointPastTheTable(t *testing.T) {
 // heartbeat's checkpoint is counted in MetricPartitionsResumed, through
 // the worker's metrics handler, and says so in its result.
 func TestResumedPartitionCounted(t *testing.T) {
+	metrics := &countingHandler{counts: map[string]int64{}}
+	res := runResumedPass(t, metrics)
+	if pr := res.Partitions[0]; pr.Attempt != 2 || !pr.Resumed || pr.ResumeRefused != "" {
+		t.Fatalf("partition attempt %d resumed %t (refused %q): want attempt 2 resumed", pr.Attempt, pr.Resumed, pr.ResumeRefused)
+	}
+	if n := metrics.count(MetricPartitionsResumed); n != 1 {
+		t.Errorf("%s counted %d, want 1", MetricPartitionsResumed, n)
+	}
+	if n := metrics.count(MetricCheckpointsRefused); n != 0 {
+		t.Errorf("%s counted %d, want 0", MetricCheckpointsRefused, n)
+	}
+}
+
+// runResumedPass runs a one-partition pass whose first attempt fails
+// after its first checkpoint, so that the retry resumes, with h as the
+// SDK's metrics handler, and returns its result.
+func runResumedPass(t *testing.T, h client.MetricsHandler) PassResult {
+	t.Helper()
 	db := seeded(t)
 	d := newDatabase(t, db)
 	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{failUpperHalf(func() {})}}
-	metrics := &countingHandler{counts: map[string]int64{}}
-	env := newEnvWithMetrics(t, acts, metrics)
+	env := newEnvWithMetrics(t, acts, h)
 	desc := describe(t, d, 1)
 	desc.ListPageSize = 10
 	desc.CheckpointInterval = time.Millisecond
@@ -95,15 +112,7 @@ func TestResumedPartitionCounted(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if pr := res.Partitions[0]; pr.Attempt != 2 || !pr.Resumed || pr.ResumeRefused != "" {
-		t.Fatalf("partition attempt %d resumed %t (refused %q): want attempt 2 resumed", pr.Attempt, pr.Resumed, pr.ResumeRefused)
-	}
-	if n := metrics.count(MetricPartitionsResumed); n != 1 {
-		t.Errorf("%s counted %d, want 1", MetricPartitionsResumed, n)
-	}
-	if n := metrics.count(MetricCheckpointsRefused); n != 0 {
-		t.Errorf("%s counted %d, want 0", MetricCheckpointsRefused, n)
-	}
+	return res
 }
 
 // newEnvWithMetrics is newEnv with h as the SDK's metrics handler.
@@ -200,17 +209,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	if v := value(MetricPartitionsResumed + "_total"); v != 0 {
 		t.Fatalf("before any pass: %v, want 0", v)
 	}
-	db := seeded(t)
-	d := newDatabase(t, db)
-	acts := &Activities{DB: d, Logger: quiet(), Middleware: []store.Middleware{failUpperHalf(func() {})}}
-	env := newEnvWithMetrics(t, acts, h)
-	desc := describe(t, d, 1)
-	desc.ListPageSize = 10
-	desc.CheckpointInterval = time.Millisecond
-	env.ExecuteWorkflow(PassWorkflow, desc)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runResumedPass(t, h)
 	if v := value(MetricPartitionsResumed + "_total"); v != 1 {
 		t.Errorf("%s_total = %v after a resumed partition, want 1", MetricPartitionsResumed, v)
 	}
