@@ -16,6 +16,9 @@ func TestInterop(t *testing.T) {
 	start := time.Now()
 	parallel := os.Getenv("TQS_INTEROP_PARALLEL") != "0"
 	var notes []string
+	// failed gathers every failed check of the engine runs, so that the
+	// suite's last lines (what a truncated CI log keeps) name them.
+	var failed []string
 	controls := map[string]*report{}
 	for ei, engine := range s.engines {
 		fairs := s.fairness
@@ -50,10 +53,12 @@ func TestInterop(t *testing.T) {
 				controls[engine+onOff(fair)] = control
 				for _, p := range control.problems {
 					t.Errorf("control run (no tqscavenger): %s", p)
+					failed = append(failed, name+" control: "+p)
 				}
 				run.compare(control)
 				for _, p := range run.problems {
 					t.Error(p)
+					failed = append(failed, name+": "+p)
 				}
 				text := control.summary() + run.summary()
 				t.Log("\n" + text)
@@ -86,6 +91,11 @@ func TestInterop(t *testing.T) {
 	took := time.Since(start).Round(time.Second)
 	notes = append(notes, fmt.Sprintf("interop suite: %s\n", took))
 	writeReport(s, "report.txt", strings.Join(notes, "\n"))
+	if len(failed) > 0 {
+		text := fmt.Sprintf("%d failed checks in the engine runs:\n  - %s\n", len(failed), strings.Join(failed, "\n  - "))
+		writeReport(s, "failed.txt", text)
+		t.Log("\n" + text)
+	}
 	t.Logf("interop suite took %s (report in %s)", took, s.work)
 }
 
