@@ -99,6 +99,14 @@ const (
 	kindTimedOut     = "log: (a call timed out) | context deadline exceeded"
 	kindTaskTableTO  = "log: (a persistence call on the task tables timed out) | context deadline exceeded"
 	kindShuttingDown = "log: (a request met a queue being unloaded) | task queue shutting down"
+	// kindTxDone: a persistence call whose context ended (cancelled, or
+	// past its deadline) inside its transaction. database/sql rolls such a
+	// transaction back itself, so Temporal's next step on it (a statement,
+	// its commit, or its deferred rollback) fails with sql.ErrTxDone, and
+	// which step it meets is chance. Compared strictly (it can be a wait on
+	// a lock), except in phase 3, where tqscavenger does not run and the
+	// fairness change makes matching unload, cancelling its calls.
+	kindTxDone = "log: (a call's context ended inside its transaction) | sql: transaction has already been committed or rolled back"
 )
 
 // reTaskTables names the persistence calls on the four tables tqscavenger
@@ -122,6 +130,8 @@ func logKind(level, msg, err, op string) string {
 		return kindTimedOut
 	case err == "task queue shutting down":
 		return kindShuttingDown
+	case strings.Contains(err, "sql: transaction has already been committed or rolled back"):
+		return kindTxDone
 	}
 	return "log " + level + ": " + normalize(msg) + " | " + normalize(err)
 }
@@ -332,6 +342,19 @@ func TestKindClassification(t *testing.T) {
 			t.Errorf("noiseKind(%q) = %t, want %t", k, !noise, noise)
 		}
 	}
+	// Both forms of a transaction that database/sql had rolled back are
+	// one kind, and a lock's timeout is not that kind.
+	for _, l := range [][3]string{
+		{"error", "transaction rollback error", "sql: transaction has already been committed or rolled back"},
+		{"error", "Operation failed with internal error.", "UpdateTaskQueue operation failed. Failed to commit transaction. Error: sql: transaction has already been committed or rolled back"},
+	} {
+		if got := logKind(l[0], l[1], l[2], ""); got != kindTxDone {
+			t.Errorf("logKind(%q) = %q, want %q", l[2], got, kindTxDone)
+		}
+	}
+	if got := logKind("error", "Operation failed with internal error.", "UpdateTaskQueue operation failed. Error: context deadline exceeded", "UpdateTaskQueue"); got != kindTaskTableTO {
+		t.Errorf("a timed-out UpdateTaskQueue is %q, want %q", got, kindTaskTableTO)
+	}
 	for k, cond := range map[string]bool{
 		kindTakeoverMetric: true,
 		"metric condition_failed_errors{operation=TaskQueueMgr,service_name=matching,task_type=Activity}":                             true,
@@ -375,6 +398,8 @@ func TestCompareQueueRowConditions(t *testing.T) {
 		{"phase 2 takeovers beyond the deletes", kindTakeoverMetric, 0, 1, 0, 0, true, false},
 		{"phase 3, the fairness flip", mgr, 0, 1, 10, 1, false, true},
 		{"phase 2 and phase 3", mgr, 0, 2, 10, 1, true, false},
+		{"transaction ended, phase 2", kindTxDone, 0, 1, 10, 0, true, false},
+		{"transaction ended, phase 3", kindTxDone, 0, 1, 10, 1, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := &report{cfg: runConfig{engine: "postgres", kind: realServe},

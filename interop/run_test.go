@@ -632,13 +632,15 @@ func (rep *report) compare(control *report) {
 				// it never writes one otherwise, so it cannot have moved a
 				// range_id; Temporal makes these alone (unload races).
 				rep.unattributed[n] += c
-			case !k.window && queueRowCondition(n) && rep.phase3Kinds[n] >= c:
+			case !k.window && (queueRowCondition(n) || n == kindTxDone) && rep.phase3Kinds[n] >= c:
 				// All in phase 3, the fairness flip, where tqscavenger
 				// does not run: matching's own unload and reload on the
 				// config change (a draining manager's takeover against the
 				// unloading manager's last write). The rows tqscavenger
 				// deleted before were idle and held by nobody, so no
-				// stale holder of one is left to be refused.
+				// stale holder of one is left to be refused. The same for
+				// a transaction whose context the unload cancelled
+				// (kindTxDone).
 				rep.unattributed[n] += c
 			case takeoverRace(n) && (k.window || rep.phase2Kinds[n] >= c):
 				// In the first pass's window, or later in phase 2: serve's
