@@ -60,7 +60,7 @@ func TestInterop(t *testing.T) {
 					t.Error(p)
 					failed = append(failed, name+": "+p)
 				}
-				text := control.summary() + run.summary()
+				text := control.summary() + run.summary() + latencyTable(control.p1Latency, run.p1Latency)
 				t.Log("\n" + text)
 				notes = append(notes, text)
 				writeReport(s, strings.ReplaceAll(name, "/", "-")+".txt", text)

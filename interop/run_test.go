@@ -90,7 +90,9 @@ type report struct {
 	phase3Kinds            kinds // the part of kinds from phase 3, the fairness flip (tqscavenger not running)
 	sqliteBusy             kinds // SQLite: Temporal's writes that met SQLITE_BUSY (reported; failed with TQS_INTEROP_SQLITE_STRICT=1)
 	finalSummary           string
-	problems               []string // failed checks
+	p1Latency              latencies // Temporal's persistence_latency over phase 1 (latency_test.go)
+	p1Dropped              int       // serve's log lines dropping Temporal's metrics endpoint in phase 1
+	problems               []string  // failed checks
 	took                   time.Duration
 	phaseTook              [3]time.Duration
 }
@@ -165,7 +167,7 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 	startSide := func(phase string) side {
 		switch cfg.kind {
 		case realServe:
-			p, err := startServe(t, s, db.tqsDSN, ts.scavengerListen(), logPath(s, tag, "tqscavenger-serve-"+phase+".log"), cfg.mode)
+			p, err := startServe(t, s, db.tqsDSN, ts.scavengerListen(), ts.metricsURL(), logPath(s, tag, "tqscavenger-serve-"+phase+".log"), cfg.mode)
 			if err != nil {
 				t.Fatalf("%s: %v", tag, err)
 			}
@@ -185,15 +187,36 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 	// Phase 1: the workload with the scavenger beside it.
 	t.Logf("%s: phase 1: %d workflows over %s", tag, sz.phase1, sz.spread)
 	p1start := time.Now()
+	m0, err := ts.metrics()
+	if err != nil {
+		t.Fatalf("%s: metrics: %v", tag, err)
+	}
 	sd := startSide("phase1")
 	if err := wl.phase1(ctx, t, sz.phase1, sz.spread, cfg.fairness); err != nil {
 		t.Fatalf("%s: phase 1: %v", tag, err)
+	}
+	mP1, err := ts.metrics()
+	if err != nil {
+		t.Fatalf("%s: metrics: %v", tag, err)
+	}
+	rep.p1Latency = persistenceLatencies(mP1).minus(persistenceLatencies(m0))
+	if h := rep.p1Latency["matching CreateTasks"]; h == nil || h.count <= 0 {
+		// The workload appended tasks all phase: without them the latency
+		// report says nothing, and --temporal-metrics would read nothing
+		// either (a renamed metric or label).
+		rep.fail("phase 1: Temporal's metrics show no persistence_latency of matching's CreateTasks (service_name, operation labels)")
 	}
 	if sd != nil {
 		rep.p1, err = sd.stop()
 		if err != nil {
 			rep.fail("phase 1 scavenger: %v", err)
 		}
+	}
+	if cfg.kind == realServe {
+		if rep.p1.Pace != "gentle" {
+			rep.fail("phase 1: serve ran at pace %q, want the default (gentle)", rep.p1.Pace)
+		}
+		rep.p1Dropped = countLines(logPath(s, tag, "tqscavenger-serve-phase1.log"), "metrics endpoint dropped")
 	}
 	rep.phase1 = wl.outcome("phase1")
 	if rep.phase1.SlowestID != "" {
@@ -713,6 +736,9 @@ func (rep *report) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (mode %s) in %s:\n", rep.cfg.tag(), rep.cfg.mode.name, rep.took.Round(time.Second))
 	fmt.Fprintf(&b, "  phase 1 (%s): workflows %d/%d as expected (slowest %s %s; activities dispatched but never received, run again: %d); scavenger: %s\n", rep.phaseTook[0].Round(time.Second), rep.phase1.Completed, rep.phase1.Started, rep.phase1.SlowestID, rep.phase1.Slowest.Round(time.Second), rep.phase1.DispatchLost, rep.p1)
+	if rep.cfg.kind == realServe {
+		fmt.Fprintf(&b, "    serve's --temporal-metrics: dropped for a pass %d times in phase 1 (3 failed scrapes of 1 s in a row; that pass paced on its probe and commits)\n", rep.p1Dropped)
+	}
 	b.WriteString(rep.slowest[0])
 	fmt.Fprintf(&b, "  at the stop: %s\n", rep.shape)
 	fmt.Fprintf(&b, "  phase 2 (%s): %d queue rows aged 72h; workflows %d/%d as expected (slowest %s %s; dispatched but never received: %d)\n", rep.phaseTook[1].Round(time.Second), rep.aged, rep.phase2.Completed, rep.phase2.Started, rep.phase2.SlowestID, rep.phase2.Slowest.Round(time.Second), rep.phase2.DispatchLost)

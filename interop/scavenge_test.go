@@ -54,6 +54,7 @@ type counts struct {
 	TasksDeleted              map[string]int64 // by reason
 	QueuesDeleted, QueuesKept int64
 	PermanentErrors           int64
+	Pace                      string // the pace serve reported (tqscavenger_pace) or the passes ran at
 }
 
 func (c counts) tasks() int64 {
@@ -65,8 +66,12 @@ func (c counts) tasks() int64 {
 }
 
 func (c counts) String() string {
-	return fmt.Sprintf("%d passes (%d failed), tasks deleted %d %v, queues deleted %d, queue deletes refused by the fence %d, permanent errors %d",
-		c.Passes, c.Failed, c.tasks(), c.TasksDeleted, c.QueuesDeleted, c.QueuesKept, c.PermanentErrors)
+	pace := ""
+	if c.Pace != "" {
+		pace = " at pace " + c.Pace
+	}
+	return fmt.Sprintf("%d passes (%d failed)%s, tasks deleted %d %v, queues deleted %d, queue deletes refused by the fence %d, permanent errors %d",
+		c.Passes, c.Failed, pace, c.tasks(), c.TasksDeleted, c.QueuesDeleted, c.QueuesKept, c.PermanentErrors)
 }
 
 func (c *counts) add(o counts) {
@@ -81,6 +86,9 @@ func (c *counts) add(o counts) {
 	c.QueuesDeleted += o.QueuesDeleted
 	c.QueuesKept += o.QueuesKept
 	c.PermanentErrors += o.PermanentErrors
+	if o.Pace != "" {
+		c.Pace = o.Pace
+	}
 }
 
 func (c *counts) addStats(st scavenger.Stats, err error) {
@@ -99,6 +107,9 @@ func (c *counts) addStats(st scavenger.Stats, err error) {
 	c.QueuesDeleted += st.QueuesDeleted
 	c.QueuesKept += st.QueuesKept
 	c.PermanentErrors += st.Errors
+	if st.Pace.Mode != "" {
+		c.Pace = string(st.Pace.Mode)
+	}
 }
 
 // side is a scavenger running beside Temporal for a phase.
@@ -115,9 +126,14 @@ type serveProc struct {
 	logPath string
 }
 
-func startServe(t *testing.T, s settings, dsn, listen, logPath string, m mode) (*serveProc, error) {
+// At the default pace (gentle), given Temporal's metrics endpoint as an
+// operator beside Temporal would (--temporal-metrics): its
+// persistence_latency is the controller's best signal, and this is the one
+// place where tqscavenger's reading of it meets a real server's names.
+func startServe(t *testing.T, s settings, dsn, listen, temporalMetrics, logPath string, m mode) (*serveProc, error) {
 	args := []string{"serve", "--db", dsn, "--every", "2s", "--jitter", "0", "--run-at-start",
-		"--grace", "48h", "--listen", listen, "--max-conns", "2", "--log-format", "json"}
+		"--grace", "48h", "--listen", listen, "--max-conns", "2", "--log-format", "json",
+		"--temporal-metrics", temporalMetrics}
 	args = append(args, m.flags()...)
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -172,6 +188,10 @@ func (p *serveProc) counts() (counts, error) {
 			c.QueuesDeleted += v
 		case "tqscavenger_queues_kept_total":
 			c.QueuesKept += v
+		case "tqscavenger_pace":
+			if m.value == 1 {
+				c.Pace = m.labels["pace"]
+			}
 		case "tqscavenger_persistence_errors_total":
 			if m.labels["kind"] == "permanent" {
 				c.PermanentErrors += v

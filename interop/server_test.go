@@ -481,7 +481,13 @@ func (ts *temporalServer) stop(timeout time.Duration) {
 
 // metrics scrapes the server's Prometheus endpoint.
 func (ts *temporalServer) metrics() (string, error) {
-	return scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", ts.base+portMetrics))
+	return scrape(ts.metricsURL())
+}
+
+// metricsURL is the server's Prometheus endpoint (every service's metrics,
+// told apart by service_name).
+func (ts *temporalServer) metricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", ts.base+portMetrics)
 }
 
 // scrape reads a Prometheus endpoint. On a loaded machine Temporal's can
