@@ -7,23 +7,10 @@ package scavenger
 // task stays forever, and its queue row is never empty.
 //
 // The rule looks each page's runs up in Temporal's executions tables,
-// through store.ExecutionReader, and decides by closedVerdict below. It
-// runs only once the shard count is proven (proveShards): a wrong count
-// would look every run up in the wrong shard and find none.
-//
-//	facts                                                       verdict
-//	task blob unreadable, unknown fields, a component_ref,      kept
-//	  empty workflow or run id, ids that are no canonical UUID
-//	global namespace (without ClosedWorkflowsGlobal)            kept
-//	run's executions row: COMPLETED                             WhyClosedRun (ReasonClosedWorkflow)
-//	run's executions row: any other state, unreadable, unknown  kept
-//	  fields
-//	no executions row, lookup incomplete or failed              kept
-//	no executions row, current_executions points at the run     kept
-//	no executions row, namespace's retention unreadable         kept
-//	no executions row, task created less than retention +       kept
-//	  RunDeletedMargin ago (or no create time)
-//	no executions row, older                                    WhyRunDeleted (ReasonRunDeleted)
+// through store.ExecutionReader, and reads the facts the rule book decides
+// on (rules.go: closedCandidate, closed). It runs only once the shard
+// count is proven (proveShards): a wrong count would look every run up in
+// the wrong shard and find none.
 
 import (
 	"context"
@@ -67,21 +54,15 @@ var ErrMissBreaker = errors.New("closed-workflow rule: too many runs missing fro
 // each namespace's facts, read once at the start.
 type closedRule struct {
 	er     store.ExecutionReader
+	book   ruleBook
 	shards int32
 	ns     map[[16]byte]nsFacts
-	global bool
 	// wait paces each lookup statement as the pass's other statements.
 	wait func(ctx context.Context) error
 }
 
-type nsFacts struct {
-	retention time.Duration
-	readable  bool // the retention could be read
-	global    bool
-}
-
 // newClosedRule proves the shard count and reads the namespaces.
-func newClosedRule(ctx context.Context, raw store.Store, r Rules, wait func(context.Context) error) (*closedRule, error) {
+func newClosedRule(ctx context.Context, raw store.Store, book ruleBook, r Rules, wait func(context.Context) error) (*closedRule, error) {
 	er, ok := raw.(store.ExecutionReader)
 	if !ok {
 		return nil, fmt.Errorf("%w: the store cannot read Temporal's executions tables", ErrClosedWorkflowsRefused)
@@ -94,7 +75,7 @@ func newClosedRule(ctx context.Context, raw store.Store, r Rules, wait func(cont
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
 	}
-	c := &closedRule{er: er, shards: n, ns: map[[16]byte]nsFacts{}, global: r.ClosedWorkflowsGlobal, wait: wait}
+	c := &closedRule{er: er, book: book, shards: n, ns: map[[16]byte]nsFacts{}, wait: wait}
 	for _, row := range rows {
 		f := nsFacts{global: row.IsGlobal}
 		if ret, err := wire.DecodeNamespaceRetention(row.Encoding, row.Data); err == nil && ret.HasRetention {
@@ -106,37 +87,36 @@ func newClosedRule(ctx context.Context, raw store.Store, r Rules, wait func(cont
 }
 
 // runRef is a task's run, as the rule looks it up; ok is false for a task
-// the rule keeps without a lookup.
+// the book keeps without a lookup.
 type runRef struct {
-	key    store.ExecutionKey
-	create time.Time
-	ok     bool
+	key     store.ExecutionKey
+	create  time.Time
+	ns      nsFacts
+	nsKnown bool
+	ok      bool
 }
 
-// refOf reads the run of a task, or reports that the rule keeps it
-// whatever its run.
+// refOf reads the run of a task and asks the book whether to look it up.
 func (c *closedRule) refOf(row store.TaskRow) runRef {
-	tr, err := wire.DecodeTaskRun(row.Encoding, row.Data)
-	if err != nil || tr.Unknown || tr.ComponentRef || tr.WorkflowID == "" || tr.RunID == "" {
+	var t taskRun
+	t.run, t.err = wire.DecodeTaskRun(row.Encoding, row.Data)
+	ns, err1 := wire.ParseNamespaceID(t.run.NamespaceID)
+	run, err2 := wire.ParseNamespaceID(t.run.RunID)
+	t.canonical = t.err == nil && err1 == nil && err2 == nil && ns.String() == t.run.NamespaceID && run.String() == t.run.RunID
+	if t.canonical {
+		t.ns, t.nsKnown = c.ns[ns]
+	}
+	if !c.book.closedCandidate(t) {
 		return runRef{}
 	}
-	ns, err1 := wire.ParseNamespaceID(tr.NamespaceID)
-	run, err2 := wire.ParseNamespaceID(tr.RunID)
-	// Only the canonical spelling: the shard formula hashes the text.
-	if err1 != nil || err2 != nil || ns.String() != tr.NamespaceID || run.String() != tr.RunID {
-		return runRef{}
-	}
-	f, known := c.ns[ns]
-	if known && f.global && !c.global {
-		return runRef{}
-	}
-	return runRef{key: store.ExecutionKey{ShardID: wire.HistoryShard(tr.NamespaceID, tr.WorkflowID, c.shards), NamespaceID: ns, WorkflowID: tr.WorkflowID, RunID: run}, create: tr.CreateTime, ok: true}
+	return runRef{key: store.ExecutionKey{ShardID: wire.HistoryShard(t.run.NamespaceID, t.run.WorkflowID, c.shards), NamespaceID: ns, WorkflowID: t.run.WorkflowID, RunID: run},
+		create: t.run.CreateTime, ns: t.ns, nsKnown: t.nsKnown, ok: true}
 }
 
-// page judges a page of tasks: the Why of each (WhyLive: kept). A failed
-// lookup is an error: the caller fails the walk, and no task of the page
-// is deleted by this rule.
-func (c *closedRule) page(ctx context.Context, tasks []store.TaskRow, now time.Time) ([]Why, error) {
+// page looks up the runs of a page of tasks: the facts of each (looked
+// false: not looked up). A failed lookup is an error: the caller fails the
+// walk, and no task of the page is deleted by this rule.
+func (c *closedRule) page(ctx context.Context, tasks []store.TaskRow) ([]runFacts, error) {
 	refs := make([]runRef, len(tasks))
 	var keys []store.ExecutionKey
 	seen := map[store.ExecutionKey]bool{}
@@ -147,7 +127,7 @@ func (c *closedRule) page(ctx context.Context, tasks []store.TaskRow, now time.T
 			keys = append(keys, refs[i].key)
 		}
 	}
-	out := make([]Why, len(tasks))
+	out := make([]runFacts, len(tasks))
 	if len(keys) == 0 {
 		return out, nil
 	}
@@ -166,7 +146,12 @@ func (c *closedRule) page(ctx context.Context, tasks []store.TaskRow, now time.T
 		if !r.ok {
 			continue
 		}
-		out[i] = c.verdict(r, states, current, now)
+		st, found := states[r.key]
+		wf := r.key
+		wf.RunID = [16]byte{}
+		cur, has := current[wf]
+		out[i] = runFacts{looked: true, found: found, stateOK: st.ok, state: st.state, currentIsRun: !found && has && cur == r.key.RunID,
+			ns: r.ns, nsKnown: r.nsKnown, create: r.create}
 	}
 	return out, nil
 }
@@ -221,30 +206,6 @@ func (c *closedRule) current(ctx context.Context, missing []store.ExecutionKey) 
 		out[k] = r.RunID
 	}
 	return out, nil
-}
-
-// verdict is the rule's decision on one looked-up task: the table at the
-// top of this file.
-func (c *closedRule) verdict(r runRef, states map[store.ExecutionKey]runState, current map[store.ExecutionKey][16]byte, now time.Time) Why {
-	if st, found := states[r.key]; found {
-		if st.ok && st.state == wire.StateCompleted {
-			return WhyClosedRun
-		}
-		return WhyLive
-	}
-	wf := r.key
-	wf.RunID = [16]byte{}
-	if cur, has := current[wf]; has && cur == r.key.RunID {
-		return WhyLive // points at a run whose row is gone: odd, keep
-	}
-	f, known := c.ns[r.key.NamespaceID]
-	if !known || !f.readable || r.create.IsZero() || r.create.Unix() <= 0 {
-		return WhyLive
-	}
-	if now.Sub(r.create) < f.retention+RunDeletedMargin {
-		return WhyLive
-	}
-	return WhyRunDeleted
 }
 
 // proveShards returns the history shard count stored in the database, once
@@ -334,39 +295,20 @@ func (p *pass) setupClosed(ctx context.Context) error {
 	if !p.cfg.ClosedWorkflows || p.cfg.Compat == CompatTemporal {
 		return nil
 	}
-	c, err := newClosedRule(ctx, p.raw, p.cfg.Rules, func(ctx context.Context) error { return p.tune.stmts.wait(ctx, nil) })
+	c, err := newClosedRule(ctx, p.raw, p.book, p.cfg.Rules, func(ctx context.Context) error { return p.tune.stmts.wait(ctx, nil) })
 	if err != nil {
 		return err
 	}
 	p.closed = c
-	p.cfg.Logger.Info("closed-workflow rule on", "history_shards", c.shards, "namespaces", len(c.ns), "global_namespaces", c.global)
+	p.cfg.Logger.Info("closed-workflow rule on", "history_shards", c.shards, "namespaces", len(c.ns), "global_namespaces", p.cfg.ClosedWorkflowsGlobal)
 	return nil
 }
 
-// closedPage judges a page of tasks by the closed-workflow rule, or
-// returns nil when it is off.
-func (p *pass) closedPage(ctx context.Context, tasks []store.TaskRow, now time.Time) ([]Why, error) {
+// closedPage looks up the runs of a page of tasks for the closed-workflow
+// rule, or returns nil when it is off.
+func (p *pass) closedPage(ctx context.Context, tasks []store.TaskRow) ([]runFacts, error) {
 	if p.closed == nil {
 		return nil, nil
 	}
-	return p.closed.page(ctx, tasks, now)
-}
-
-// closedVerdict applies the rule's decision on a task to the book's: a
-// task the book keeps goes if its run is dead. With the rule on a walk
-// reads the whole queue (its tasks may be anywhere): a live head stops
-// nothing, and an expired task the book keeps behind it is counted as
-// left, as a stopped walk counts it.
-func (j *queueJob) closedVerdict(v Verdict, dead Why) Verdict {
-	if v.Delete() {
-		return v
-	}
-	if v.Why == WhyExpiredBehindHead {
-		j.p.c.expiredLeft(j.table, 1)
-	}
-	if dead == WhyClosedRun || dead == WhyRunDeleted {
-		return Verdict{Why: dead}
-	}
-	v.Stop = false
-	return v
+	return p.closed.page(ctx, tasks)
 }

@@ -151,7 +151,7 @@ type Rules struct {
 	Tables []store.Table `json:"tables,omitempty"`
 
 	// ClosedWorkflows deletes the tasks of closed runs, found through
-	// Temporal's executions tables (closed.go), anywhere in a queue. Off
+	// Temporal's executions tables (closed.go; decided in rules.go), anywhere in a queue. Off
 	// by default; refused in CompatTemporal. The pass refuses to start
 	// (ErrClosedWorkflowsRefused) unless the history shard count is
 	// proven.

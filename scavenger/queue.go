@@ -200,7 +200,7 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 			return true, nil
 		}
 		now := p.cfg.Now()
-		dead, err := p.closedPage(ctx, tasks, now)
+		runs, err := p.closedPage(ctx, tasks)
 		if err != nil {
 			return false, err
 		}
@@ -222,10 +222,8 @@ func (j *queueJob) walk(ctx context.Context, sq subqueue, budget *int) (finished
 			*budget--
 			behind := j.behind
 			v := j.judge(sq, task, now)
-			if dead != nil {
-				if v = j.closedVerdict(v, dead[i]); v.Delete() {
-					j.behind = behind // a deleted task is no live head
-				}
+			if runs != nil {
+				v = j.judgeRun(v, runs[i], behind, now)
 			}
 			if v.Delete() {
 				r := v.Reason()
@@ -276,6 +274,21 @@ func (j *queueJob) judge(sq subqueue, task store.TaskRow, now time.Time) Verdict
 		j.behind = true
 	}
 	return v
+}
+
+// judgeRun asks the rule book about a task again, by its run (the
+// closed-workflow rule is on). With the rule a walk reads the whole queue:
+// an expired task the book keeps behind a live head is counted as left,
+// as a stopped walk counts it.
+func (j *queueJob) judgeRun(v Verdict, f runFacts, behind bool, now time.Time) Verdict {
+	w := j.p.book.closed(v, f, now)
+	switch {
+	case w.Delete():
+		j.behind = behind // a deleted task is no live head
+	case v.Why == WhyExpiredBehindHead:
+		j.p.c.expiredLeft(j.table, 1)
+	}
+	return w
 }
 
 // badTask reports a task row that did not decode, once, where a walker

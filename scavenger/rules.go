@@ -24,8 +24,27 @@ package scavenger
 //	queue row            updated less than Grace ago             WhyBusy              no
 //	queue row            other table still holds its tasks       WhyOtherTableTasks   no
 //	queue row            empty, idle for Grace                   WhyIdle              yes (fenced on range_id)
-//	task kept above, with ClosedWorkflows: its run closed        WhyClosedRun         yes (ReasonClosedWorkflow; closed.go's table)
-//	task kept above, with ClosedWorkflows: run gone, old         WhyRunDeleted        yes (ReasonRunDeleted; closed.go's table)
+//
+// With ClosedWorkflows (never in CompatTemporal), a task the table above
+// keeps is judged again by its run (closed): the pass looks the run up in
+// Temporal's executions tables (closed.go reads the facts; this file
+// decides on them). Its tasks may sit anywhere in a queue, so a kept task
+// stops no walk.
+//
+//	facts of a kept task                                         verdict              deleted
+//	blob unreadable, unknown fields, a component_ref, empty      WhyLive (not looked  no
+//	  workflow or run id, ids that are no canonical UUID           up: closedCandidate)
+//	global namespace (without ClosedWorkflowsGlobal)             WhyLive (not looked) no
+//	lookup incomplete or failed                                  (the walk fails)     no
+//	run's executions row: COMPLETED                              WhyClosedRun         yes (ReasonClosedWorkflow)
+//	run's executions row: any other state, unreadable, unknown   as the table above   no
+//	  fields
+//	no executions row, current_executions points at the run      as the table above   no
+//	no executions row, namespace unknown or its retention        as the table above   no
+//	  unreadable
+//	no executions row, task created less than retention +        as the table above   no
+//	  RunDeletedMargin ago (or no create time)
+//	no executions row, older                                     WhyRunDeleted        yes (ReasonRunDeleted)
 //
 // Which rows a pass reads at all (its scope) is decided here too: inScope
 // and namespaceInScope.
@@ -58,8 +77,8 @@ const (
 	WhyBusy
 	WhyOtherTableTasks
 	WhyIdle
-	// WhyClosedRun and WhyRunDeleted are the closed-workflow rule's
-	// (closed.go): the task's run is COMPLETED, or gone past retention.
+	// WhyClosedRun and WhyRunDeleted are the closed-workflow rule's: the
+	// task's run is COMPLETED, or gone past retention.
 	WhyClosedRun
 	WhyRunDeleted
 )
@@ -146,6 +165,47 @@ type ruleBook interface {
 	// namespaceInScope reports whether a task_queue_id is within the
 	// pass's namespaces.
 	namespaceInScope(id []byte) bool
+	// closedCandidate reports whether the closed-workflow rule may judge
+	// a task by its run: only then is the run looked up.
+	closedCandidate(t taskRun) bool
+	// closed judges again, by its run, a task that task judged v.
+	closed(v Verdict, f runFacts, now time.Time) Verdict
+}
+
+// taskRun is what the closed-workflow rule needs of a task's blob.
+type taskRun struct {
+	run wire.TaskRun
+	err error // the blob did not decode
+	// canonical: the namespace and run ids are UUIDs in their canonical
+	// spelling (the shard formula hashes the text).
+	canonical bool
+	ns        nsFacts
+	nsKnown   bool // the namespaces table has the task's namespace
+}
+
+// nsFacts is what the closed-workflow rule reads of a namespaces row.
+type nsFacts struct {
+	retention time.Duration
+	readable  bool // the retention could be read
+	global    bool
+}
+
+// runFacts is what a pass knows of a task's run once the closed-workflow
+// rule has looked it up.
+type runFacts struct {
+	// looked: a complete, error-free lookup answered for this run.
+	// Absence is inferred from nothing else.
+	looked bool
+	// found: the run's executions row; stateOK: its state decoded, with
+	// no field this build does not know.
+	found, stateOK bool
+	state          wire.ExecutionState
+	// currentIsRun: the workflow's current_executions row points at this
+	// run (looked up only when the executions row is missing).
+	currentIsRun bool
+	ns           nsFacts
+	nsKnown      bool
+	create       time.Time // the task's create time
 }
 
 func (r Rules) task(sq subqueue, row store.TaskRow, behind bool, now time.Time) Verdict {
@@ -199,6 +259,52 @@ func (r Rules) queue(q queueFacts, now time.Time) Verdict {
 		return Verdict{Why: WhyOtherTableTasks}
 	}
 	return Verdict{Why: WhyIdle}
+}
+
+func (r Rules) closedCandidate(t taskRun) bool {
+	switch {
+	case !r.ClosedWorkflows || r.Compat == CompatTemporal:
+		return false
+	case t.err != nil, t.run.Unknown, t.run.ComponentRef, t.run.WorkflowID == "", t.run.RunID == "", !t.canonical:
+		return false
+	case t.nsKnown && t.ns.global && !r.ClosedWorkflowsGlobal:
+		// Conflict resolution can rebuild a closed run of a global
+		// namespace from another cluster's branch (see docs/rules.md).
+		return false
+	}
+	return true
+}
+
+func (r Rules) closed(v Verdict, f runFacts, now time.Time) Verdict {
+	if !r.ClosedWorkflows || r.Compat == CompatTemporal || v.Delete() {
+		return v
+	}
+	if w := closedRun(f, now); w != WhyLive {
+		return Verdict{Why: w}
+	}
+	// Dead tasks may sit anywhere in a queue: a kept one stops nothing.
+	v.Stop = false
+	return v
+}
+
+// closedRun is the verdict on a task by its run alone: WhyClosedRun,
+// WhyRunDeleted or WhyLive (kept).
+func closedRun(f runFacts, now time.Time) Why {
+	switch {
+	case !f.looked:
+		return WhyLive
+	case f.found && f.stateOK && f.state == wire.StateCompleted:
+		return WhyClosedRun
+	case f.found, f.currentIsRun:
+		// Any other state; or a current row pointing at a run whose row is
+		// gone: odd, kept.
+		return WhyLive
+	case !f.nsKnown || !f.ns.readable || f.create.IsZero() || f.create.Unix() <= 0:
+		return WhyLive
+	case now.Sub(f.create) < f.ns.retention+RunDeletedMargin:
+		return WhyLive
+	}
+	return WhyRunDeleted
 }
 
 // isProtected reports whether a queue of this name must never be deleted.

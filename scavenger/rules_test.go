@@ -246,3 +246,184 @@ func TestEveryWalkerDefersToTheRuleBook(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleBookClosed covers every verdict of the closed-workflow rule, with
+// no store: which tasks are looked up, and the verdict on a looked-up run.
+func TestRuleBookClosed(t *testing.T) {
+	on := Rules{ClosedWorkflows: true}
+	ret := nsFacts{retention: 72 * time.Hour, readable: true}
+	good := taskRun{run: wire.TaskRun{NamespaceID: "n", WorkflowID: "wf", RunID: "r"}, canonical: true, ns: ret, nsKnown: true}
+	with := func(f func(*taskRun)) taskRun { c := good; f(&c); return c }
+	for _, c := range []struct {
+		name string
+		r    Rules
+		t    taskRun
+		want bool
+	}{
+		{"a run of a known namespace", on, good, true},
+		{"an unknown namespace: looked up (a COMPLETED row still proves it)", on, with(func(c *taskRun) { c.nsKnown, c.ns = false, nsFacts{} }), true},
+		{"rule off", Rules{}, good, false},
+		{"compat temporal", Rules{ClosedWorkflows: true, Compat: CompatTemporal}, good, false},
+		{"unreadable blob", on, with(func(c *taskRun) { c.err = errBadTest }), false},
+		{"unknown fields", on, with(func(c *taskRun) { c.run.Unknown = true }), false},
+		{"component_ref", on, with(func(c *taskRun) { c.run.ComponentRef = true }), false},
+		{"empty workflow id", on, with(func(c *taskRun) { c.run.WorkflowID = "" }), false},
+		{"empty run id", on, with(func(c *taskRun) { c.run.RunID = "" }), false},
+		{"ids not canonical", on, with(func(c *taskRun) { c.canonical = false }), false},
+		{"global namespace", on, with(func(c *taskRun) { c.ns.global = true }), false},
+		{"global namespace, opted in", Rules{ClosedWorkflows: true, ClosedWorkflowsGlobal: true}, with(func(c *taskRun) { c.ns.global = true }), true},
+	} {
+		if got := c.r.closedCandidate(c.t); got != c.want {
+			t.Errorf("candidate: %s: %t, want %t", c.name, got, c.want)
+		}
+	}
+
+	old := ruleNow.Add(-72*time.Hour - RunDeletedMargin - time.Second)
+	young := ruleNow.Add(-72*time.Hour - RunDeletedMargin + time.Second)
+	gone := runFacts{looked: true, ns: ret, nsKnown: true, create: old}
+	row := func(s wire.ExecutionState) runFacts {
+		return runFacts{looked: true, found: true, stateOK: true, state: s, ns: ret, nsKnown: true, create: old}
+	}
+	edit := func(f runFacts, e func(*runFacts)) runFacts { e(&f); return f }
+	live := Verdict{Why: WhyLive, Stop: true}
+	for _, c := range []struct {
+		name string
+		r    Rules
+		v    Verdict
+		f    runFacts
+		want Why
+		stop bool
+	}{
+		{"completed", on, live, row(wire.StateCompleted), WhyClosedRun, false},
+		{"completed, rule off", Rules{}, live, row(wire.StateCompleted), WhyLive, true},
+		{"completed, compat temporal", Rules{ClosedWorkflows: true, Compat: CompatTemporal}, live, row(wire.StateCompleted), WhyLive, true},
+		{"completed, not looked up", on, live, edit(row(wire.StateCompleted), func(f *runFacts) { f.looked = false }), WhyLive, false},
+		{"completed, state unreadable", on, live, edit(row(wire.StateCompleted), func(f *runFacts) { f.stateOK = false }), WhyLive, false},
+		{"created (cron or retry backoff)", on, live, row(wire.StateCreated), WhyLive, false},
+		{"running", on, live, row(wire.StateRunning), WhyLive, false},
+		{"zombie", on, live, row(wire.StateZombie), WhyLive, false},
+		{"corrupted", on, live, row(wire.StateCorrupted), WhyLive, false},
+		{"run deleted, older than retention", on, live, gone, WhyRunDeleted, false},
+		{"run deleted, younger than retention", on, live, edit(gone, func(f *runFacts) { f.create = young }), WhyLive, false},
+		{"run missing, current points at it", on, live, edit(gone, func(f *runFacts) { f.currentIsRun = true }), WhyLive, false},
+		{"run missing, namespace unknown", on, live, edit(gone, func(f *runFacts) { f.nsKnown = false }), WhyLive, false},
+		{"run missing, retention unreadable", on, live, edit(gone, func(f *runFacts) { f.ns.readable = false }), WhyLive, false},
+		{"run missing, no create time", on, live, edit(gone, func(f *runFacts) { f.create = time.Time{} }), WhyLive, false},
+		{"an expired task stays expired", on, Verdict{Why: WhyExpired}, row(wire.StateCompleted), WhyExpired, false},
+		{"behind a live head, its run closed", on, Verdict{Why: WhyBehindHead, Stop: true}, row(wire.StateCompleted), WhyClosedRun, false},
+		{"behind a live head, running: read on", on, Verdict{Why: WhyBehindHead, Stop: true}, row(wire.StateRunning), WhyBehindHead, false},
+		{"unreadable (bad) task, not looked up", on, Verdict{Why: WhyBad, Stop: true}, runFacts{}, WhyBad, false},
+	} {
+		v := c.r.closed(c.v, c.f, ruleNow)
+		if v.Why != c.want || v.Stop != c.stop {
+			t.Errorf("closed: %s: %s (stop %t), want %s (stop %t)", c.name, v.Why, v.Stop, c.want, c.stop)
+		}
+		switch {
+		case v.Why == WhyClosedRun && v.Reason() != ReasonClosedWorkflow, v.Why == WhyRunDeleted && v.Reason() != ReasonRunDeleted:
+			t.Errorf("closed: %s: reason %s", c.name, v.Reason())
+		}
+	}
+}
+
+var errBadTest = fmt.Errorf("a blob that does not decode")
+
+// keepClosed is the rule book with the closed-workflow verdicts flipped
+// on purpose: a task of a closed or deleted run is kept.
+type keepClosed struct{ ruleBook }
+
+func (k keepClosed) closed(v Verdict, f runFacts, now time.Time) Verdict {
+	w := k.ruleBook.closed(v, f, now)
+	if w.Why == WhyClosedRun || w.Why == WhyRunDeleted {
+		return Verdict{Why: WhyLive}
+	}
+	return w
+}
+
+// TestClosedWalkerDefersToTheRuleBook: with the closed-workflow verdicts
+// flipped, the walk of a queue (v1 and v2, one and several subqueues)
+// deletes no task of a closed run where the true book deletes them all:
+// the walker decides nothing of the rule itself.
+func TestClosedWalkerDefersToTheRuleBook(t *testing.T) {
+	ctx := context.Background()
+	const shards = 4
+	ns := wire.NamespaceID{0x11, 15: 1}
+	for _, c := range []struct {
+		name string
+		tb   store.Table
+		subs int
+	}{{"v1", store.V1, 1}, {"v1 subqueues", store.V1, 2}, {"v2", store.V2, 1}, {"v2 subqueues", store.V2, 2}} {
+		pass := func(t *testing.T, flip bool) (Stats, int) {
+			db := testdb.Open(t, sqlstore.SQLite)
+			testdb.CreateHistoryTables(t, db)
+			testdb.InsertShards(t, db, shards)
+			testdb.InsertClusterMetadata(t, db, "active", shards)
+			testdb.InsertNamespace(t, db, ns, "one", 72*time.Hour, false)
+			id := wire.QueueID(ns, "closed", wire.TaskTypeActivity, 0)
+			owner := store.QueueKey{RangeHash: wire.RangeHash(id), ID: id}
+			info := wire.TaskQueueInfo{NamespaceID: ns.String(), Name: "closed", TaskType: wire.TaskTypeActivity, LastUpdateTime: ruleNow.Add(-72 * time.Hour)}
+			for k := range c.subs {
+				info.Subqueues = append(info.Subqueues, wire.SubqueueInfo{Priority: int32(3 + k)})
+			}
+			if err := db.CreateQueue(ctx, c.tb, store.QueueRow{QueueKey: owner, RangeID: 1, Data: wire.EncodeTaskQueueInfo(info), Encoding: wire.EncodingProto3}); err != nil {
+				t.Fatal(err)
+			}
+			var keys []store.QueueKey
+			for k := range c.subs {
+				target := owner
+				if k > 0 {
+					sid := wire.QueueID(ns, "closed", wire.TaskTypeActivity, k)
+					target = store.QueueKey{RangeHash: wire.RangeHash(sid), ID: sid}
+				}
+				keys = append(keys, target)
+				var rows []store.TaskRow
+				for i := range 6 {
+					run := wire.NamespaceID{0xee, 14: byte(k), 15: byte(i + 1)}
+					wf := fmt.Sprintf("wf-%d-%d", k, i)
+					state := wire.StateRunning // a live head first, then closed runs
+					if i > 0 {
+						state = wire.StateCompleted
+					}
+					testdb.InsertExecution(t, db, shards, ns, wf, run, state)
+					ti := wire.TaskInfo{NamespaceID: ns.String(), WorkflowID: wf, RunID: run.String(), CreateTime: ruleNow.Add(-time.Hour), ScheduledEventID: 5}
+					key := store.TaskKey{ID: int64(i + 1)}
+					if c.tb == store.V2 {
+						key.Pass = 1
+					}
+					rows = append(rows, store.TaskRow{Key: key, Data: wire.EncodeAllocatedTaskInfo(wire.AllocatedTaskInfo{TaskID: key.ID, TaskPass: key.Pass, Data: ti}), Encoding: wire.EncodingProto3})
+				}
+				if err := db.AppendTasks(ctx, c.tb, owner, 1, target, rows); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := Config{Rules: Rules{ClosedWorkflows: true, Orphans: OrphansNone}}
+			cfg.Now, cfg.Logger = func() time.Time { return ruleNow }, slog.New(slog.NewTextHandler(io.Discard, nil))
+			s := New(db, cfg)
+			if flip {
+				s.book = keepClosed{s.book}
+			}
+			st, err := s.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := 0
+			for _, k := range keys {
+				tasks, err := db.ReadTasks(ctx, c.tb, k, nil, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				left += len(tasks)
+			}
+			return st, left
+		}
+		t.Run(c.name, func(t *testing.T) {
+			trueStats, trueLeft := pass(t, false)
+			flipStats, flipLeft := pass(t, true)
+			if got, want := trueStats.Tables[c.tb].TasksDeleted[ReasonClosedWorkflow], int64(5*c.subs); got != want || trueLeft != c.subs {
+				t.Fatalf("true book: deleted %d as closed_workflow (want %d), %d left (want %d)", got, want, trueLeft, c.subs)
+			}
+			if flipStats.TasksDeleted != 0 || flipLeft != 6*c.subs {
+				t.Errorf("with closed runs' tasks kept by the book, the walker deleted %d tasks (%d left of %d): it decided for itself", flipStats.TasksDeleted, flipLeft, 6*c.subs)
+			}
+		})
+	}
+}
