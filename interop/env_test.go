@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -94,21 +95,8 @@ func readSettings() (settings, error) {
 		}
 	}
 	for _, e := range s.engines {
-		switch e {
-		case "postgres":
-			if s.postgres == nil {
-				return s, fmt.Errorf("engine postgres needs TQS_TEST_POSTGRES")
-			}
-		case "mysql":
-			if s.mysql == nil {
-				return s, fmt.Errorf("engine mysql needs TQS_TEST_MYSQL")
-			}
-			if s.postgres == nil {
-				return s, fmt.Errorf("engine mysql keeps Temporal's visibility on PostgreSQL: it needs TQS_TEST_POSTGRES too")
-			}
-		case "sqlite":
-		default:
-			return s, fmt.Errorf("TQS_INTEROP_ENGINES: unknown engine %q (postgres, mysql, sqlite)", e)
+		if err := s.serversFor(e); err != nil {
+			return s, err
 		}
 	}
 	// Every server a selected engine needs answers, or the suite fails at
@@ -181,6 +169,28 @@ func readSettings() (settings, error) {
 	return s, nil
 }
 
+// serversFor reports why an engine cannot run with these settings: an
+// unknown engine, or a server it needs that is not configured.
+func (s settings) serversFor(engine string) error {
+	switch engine {
+	case "postgres":
+		if s.postgres == nil {
+			return fmt.Errorf("engine postgres needs TQS_TEST_POSTGRES")
+		}
+	case "mysql":
+		if s.mysql == nil {
+			return fmt.Errorf("engine mysql needs TQS_TEST_MYSQL")
+		}
+		if s.postgres == nil {
+			return fmt.Errorf("engine mysql keeps Temporal's visibility on PostgreSQL: it needs TQS_TEST_POSTGRES too")
+		}
+	case "sqlite":
+	default:
+		return fmt.Errorf("TQS_INTEROP_ENGINES: unknown engine %q (postgres, mysql, sqlite)", engine)
+	}
+	return nil
+}
+
 // pingServer connects to a server of TQS_TEST_POSTGRES or TQS_TEST_MYSQL
 // within 15 s.
 func pingServer(u *url.URL) error {
@@ -251,4 +261,41 @@ func freePorts(n int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %d consecutive free ports from %d", n, start)
+}
+
+// TestEngineSettings: an engine whose server is not configured is refused
+// with its reason, and a SQLite-only run (no TQS_TEST_POSTGRES) drops its
+// files without a server. Runs without TQS_INTEROP: no Temporal here.
+func TestEngineSettings(t *testing.T) {
+	pg, _ := url.Parse("postgres://u@127.0.0.1:5432/x")
+	for _, c := range []struct {
+		s      settings
+		engine string
+		want   string // "": accepted
+	}{
+		{settings{}, "sqlite", ""},
+		{settings{}, "postgres", "needs TQS_TEST_POSTGRES"},
+		{settings{}, "mysql", "needs TQS_TEST_MYSQL"},
+		{settings{mysql: pg}, "mysql", "needs TQS_TEST_POSTGRES too"},
+		{settings{postgres: pg}, "cockroach", `unknown engine "cockroach"`},
+		{settings{postgres: pg}, "postgres", ""},
+	} {
+		err := c.s.serversFor(c.engine)
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s with postgres %v, mysql %v: %v, want %q", c.engine, c.s.postgres != nil, c.s.mysql != nil, err, c.want)
+		}
+	}
+	dir := t.TempDir()
+	e := &engineDB{engine: "sqlite", name: filepath.Join(dir, "t.db"), visName: filepath.Join(dir, "t-visibility.db"), s: settings{work: dir}}
+	for _, f := range []string{e.name, e.name + "-wal", e.visName} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.drop(t)
+	for _, f := range []string{e.name, e.name + "-wal", e.visName} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left after drop: %v", f, err)
+		}
+	}
 }

@@ -46,6 +46,9 @@ type engineDB struct {
 // its file up at start, as Temporal's dev server does).
 func newEngineDB(t *testing.T, s settings, engine, tag string) *engineDB {
 	t.Helper()
+	if err := s.serversFor(engine); err != nil {
+		t.Fatal(err)
+	}
 	e := &engineDB{engine: engine, s: s}
 	pid := os.Getpid()
 	var err error
@@ -128,14 +131,20 @@ func (e *engineDB) drop(t *testing.T) {
 			t.Logf("drop: %s: %v", stmt, err)
 		}
 	}
-	pgAdmin := dsnWithDB(e.s.postgres, "postgres")
+	if err := e.s.serversFor(e.engine); err != nil {
+		t.Errorf("drop: %v", err) // newEngineDB refused it: nothing was created
+		return
+	}
+	// Only the server engines have an admin database: a SQLite-only run
+	// has no TQS_TEST_POSTGRES.
+	pgAdmin := func() string { return dsnWithDB(e.s.postgres, "postgres") }
 	switch e.engine {
 	case "postgres":
-		dropOn("pgx", pgAdmin, "DROP DATABASE IF EXISTS "+e.name+" WITH (FORCE)")
-		dropOn("pgx", pgAdmin, "DROP DATABASE IF EXISTS "+e.visName+" WITH (FORCE)")
+		dropOn("pgx", pgAdmin(), "DROP DATABASE IF EXISTS "+e.name+" WITH (FORCE)")
+		dropOn("pgx", pgAdmin(), "DROP DATABASE IF EXISTS "+e.visName+" WITH (FORCE)")
 	case "mysql":
 		dropOn("mysql", mysqlDriverDSN(e.s.mysql, ""), "DROP DATABASE IF EXISTS "+e.name)
-		dropOn("pgx", pgAdmin, "DROP DATABASE IF EXISTS "+e.visName+" WITH (FORCE)")
+		dropOn("pgx", pgAdmin(), "DROP DATABASE IF EXISTS "+e.visName+" WITH (FORCE)")
 	case "sqlite":
 		for _, f := range []string{e.name, e.visName} {
 			for _, suffix := range []string{"", "-wal", "-shm", ".tqscavenger.lock"} {
