@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
@@ -165,17 +166,20 @@ type runState struct {
 // lookup reads the runs' executions rows: their states, and the keys no
 // row answered. Found only through a lookup that returned without error.
 func (c *closedRule) lookup(ctx context.Context, keys []store.ExecutionKey) (map[store.ExecutionKey]runState, []store.ExecutionKey, error) {
-	if err := c.wait(ctx); err != nil {
-		return nil, nil, err
-	}
-	rows, err := c.er.GetExecutions(ctx, keys)
-	if err != nil {
-		return nil, nil, fmt.Errorf("closed-workflow rule: look runs up: %w", err)
-	}
-	states := make(map[store.ExecutionKey]runState, len(rows))
-	for _, r := range rows {
-		st, err := wire.DecodeExecutionState(r.StateEncoding, r.State)
-		states[r.ExecutionKey] = runState{state: st.State, ok: err == nil && !st.Unknown}
+	states := make(map[store.ExecutionKey]runState, len(keys))
+	// One statement per chunk, each paced as the pass's other statements.
+	for chunk := range slices.Chunk(keys, store.LookupChunk) {
+		if err := c.wait(ctx); err != nil {
+			return nil, nil, err
+		}
+		rows, err := c.er.GetExecutions(ctx, chunk)
+		if err != nil {
+			return nil, nil, fmt.Errorf("closed-workflow rule: look runs up: %w", err)
+		}
+		for _, r := range rows {
+			st, err := wire.DecodeExecutionState(r.StateEncoding, r.State)
+			states[r.ExecutionKey] = runState{state: st.State, ok: err == nil && !st.Unknown}
+		}
 	}
 	var missing []store.ExecutionKey
 	for _, k := range keys {
@@ -193,17 +197,19 @@ func (c *closedRule) current(ctx context.Context, missing []store.ExecutionKey) 
 	if len(missing) == 0 {
 		return out, nil
 	}
-	if err := c.wait(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := c.er.GetCurrentExecutions(ctx, missing)
-	if err != nil {
-		return nil, fmt.Errorf("closed-workflow rule: look current runs up: %w", err)
-	}
-	for _, r := range rows {
-		k := r.ExecutionKey
-		k.RunID = [16]byte{}
-		out[k] = r.RunID
+	for chunk := range slices.Chunk(missing, store.LookupChunk) {
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		rows, err := c.er.GetCurrentExecutions(ctx, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("closed-workflow rule: look current runs up: %w", err)
+		}
+		for _, r := range rows {
+			k := r.ExecutionKey
+			k.RunID = [16]byte{}
+			out[k] = r.RunID
+		}
 	}
 	return out, nil
 }

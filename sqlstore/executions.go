@@ -16,7 +16,7 @@ var _ store.ExecutionReader = (*DB)(nil)
 // lookupChunk is how many keys one primary-key lookup statement carries:
 // 4 parameters each, well under every engine's limits and SQLite's
 // expression depth, and small enough to hold no statement for long.
-const lookupChunk = 100
+const lookupChunk = store.LookupChunk
 
 // historyErr wraps the error of a read of a history table; a read refused
 // for want of a privilege also wraps store.ErrNoPrivilege, naming the

@@ -34,7 +34,7 @@ type ExecutionReader interface {
 
 	// GetExecutions looks the keys up in executions and returns the rows
 	// it found, in no particular order; a key it does not return has no
-	// row. One statement per chunk of keys, on the primary key.
+	// row. One statement per LookupChunk keys, on the primary key.
 	GetExecutions(ctx context.Context, keys []ExecutionKey) ([]ExecutionRow, error)
 
 	// GetCurrentExecutions looks the keys up in current_executions and
@@ -44,6 +44,11 @@ type ExecutionReader interface {
 	// Namespaces returns every namespaces row.
 	Namespaces(ctx context.Context) ([]NamespaceRow, error)
 }
+
+// LookupChunk is how many keys one statement of GetExecutions and
+// GetCurrentExecutions carries: a caller that paces statements (the
+// closed-workflow rule) asks for at most this many at a time.
+const LookupChunk = 100
 
 // ExecutionKey is the primary key of an executions row: current_executions
 // has the same without the run id. NamespaceID and RunID are the 16 raw
