@@ -29,7 +29,9 @@ const DefaultCheckpointInterval = time.Second
 // positions afresh. Each position is a low-water mark: every job of the
 // rows at or before it finished, while jobs after it may have run or not
 // (a failed or deferred job holds it back), so resuming from it redoes at
-// most work that is safe to redo.
+// most work that is safe to redo; beside it, the runs of rows after it
+// whose jobs finished too (WalkPosition.Finished), which a resumed pass
+// skips.
 //
 // It is a plain value: save it as JSON (tqscavenger run --checkpoint FILE
 // does), or carry it as a Temporal activity's heartbeat details.
@@ -69,18 +71,67 @@ type WalkPosition struct {
 	// After is the key every row up to which is finished (nil: none
 	// yet). A nil ID in it stands before every row of its hash.
 	After *store.QueueKey `json:"after,omitempty"`
+	// Finished are runs of rows after After whose work is finished too:
+	// what the jobs beside the one that holds After back finished (the
+	// workers run them side by side). In key order, disjoint, the first
+	// ending after After (it may begin at or before it); at most
+	// MaxFinishedRuns, those nearest After (the rest are
+	// redone). A resumed walk skips the rows in them. Empty in checkpoints
+	// of builds before it, which are accepted: their resume redoes those
+	// rows, as they always did.
+	Finished []KeyRange `json:"finished,omitempty"`
+}
+
+// KeyRange is a run of keys, First to Last, both included.
+type KeyRange struct {
+	First store.QueueKey `json:"first"`
+	Last  store.QueueKey `json:"last"`
+}
+
+// Contains reports whether k lies in r.
+func (r KeyRange) Contains(k store.QueueKey) bool {
+	return r.First.Compare(k) <= 0 && k.Compare(r.Last) <= 0
+}
+
+// MaxFinishedRuns bounds the runs of finished rows a position records
+// beyond its low-water mark (WalkPosition.Finished): the mark lags only
+// behind the jobs in flight and those a failure or a deferral holds, so
+// a handful of runs is the usual case (at most Workers-1 with a job per
+// queue; a window's empty queues, which wait for their row's delete, add
+// a gap each). The runs past the bound are redone by a resume; a
+// position stays a few kilobytes, well inside a Temporal heartbeat.
+const MaxFinishedRuns = 32
+
+// finishedAt reports whether k lies in one of w's finished runs.
+func (w WalkPosition) finishedAt(k store.QueueKey) bool {
+	for _, r := range w.Finished {
+		if r.Contains(k) {
+			return true
+		}
+		if k.Less(r.First) {
+			return false
+		}
+	}
+	return false
 }
 
 // String formats the position for logs and summaries: "queues v1 after
-// 5/0a1b", "orphans v2 done", "queues v1 from the start".
+// 5/0a1b", "orphans v2 done", "queues v1 from the start", "queues v2
+// after 5/0a1b, 2 runs beyond it finished".
 func (w WalkPosition) String() string {
+	var s string
 	switch {
 	case w.Done:
 		return fmt.Sprintf("%s %s done", w.Walk, w.Table)
 	case w.After != nil:
-		return fmt.Sprintf("%s %s after %s", w.Walk, w.Table, w.After)
+		s = fmt.Sprintf("%s %s after %s", w.Walk, w.Table, w.After)
+	default:
+		s = fmt.Sprintf("%s %s from the start", w.Walk, w.Table)
 	}
-	return fmt.Sprintf("%s %s from the start", w.Walk, w.Table)
+	if n := len(w.Finished); n > 0 {
+		s += fmt.Sprintf(", %d runs beyond it finished", n)
+	}
+	return s
 }
 
 // ErrCheckpointMismatch is wrapped by Run's error when Config.Resume was
@@ -152,6 +203,18 @@ func (cp *Checkpoint) Fits(cfg Config, id string) error {
 		}
 		if w.After != nil && !cfg.Partition.Range().Contains(w.After.RangeHash) {
 			return fmt.Errorf("%w: position %s lies outside partition %s", ErrCheckpointMismatch, w.After, cfg.Partition)
+		}
+		for i, r := range w.Finished {
+			switch {
+			case r.Last.Less(r.First):
+				return fmt.Errorf("%w: walk %s: finished run %s-%s ends before it starts", ErrCheckpointMismatch, w, r.First, r.Last)
+			case i == 0 && w.After != nil && !w.After.Less(r.Last):
+				return fmt.Errorf("%w: walk %s: finished run %s-%s ends at or before the position", ErrCheckpointMismatch, w, r.First, r.Last)
+			case i > 0 && !w.Finished[i-1].Last.Less(r.First):
+				return fmt.Errorf("%w: walk %s: finished run %s-%s does not follow the run before it (runs are in key order, disjoint)", ErrCheckpointMismatch, w, r.First, r.Last)
+			case !cfg.Partition.Range().Contains(r.First.RangeHash) || !cfg.Partition.Range().Contains(r.Last.RangeHash):
+				return fmt.Errorf("%w: walk %s: finished run %s-%s lies outside partition %s", ErrCheckpointMismatch, w, r.First, r.Last, cfg.Partition)
+			}
 		}
 	}
 	return nil

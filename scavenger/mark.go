@@ -57,7 +57,8 @@ func (c *checkpointer) walk(from WalkPosition) *walkMark {
 	if c == nil {
 		return nil
 	}
-	m := &walkMark{c: c, pos: from}
+	m := &walkMark{c: c, pos: from, carried: from.Finished}
+	m.pos.Finished = nil
 	c.mu.Lock()
 	c.walks = append(c.walks, m)
 	c.mu.Unlock()
@@ -103,17 +104,18 @@ func (c *checkpointer) stop() {
 	c.pending.Wait()
 }
 
-// flush writes the current positions if they changed since the last write.
-func (c *checkpointer) flush(ctx context.Context) {
+// flush writes the current positions if they changed since the last
+// write, and reports whether it wrote them.
+func (c *checkpointer) flush(ctx context.Context) bool {
 	if c == nil {
-		return
+		return false
 	}
 	c.writing.Lock()
 	defer c.writing.Unlock()
 	c.mu.Lock()
 	if !c.dirty {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	cp := c.base
 	for _, w := range c.walks {
@@ -129,24 +131,35 @@ func (c *checkpointer) flush(ctx context.Context) {
 		c.mu.Lock()
 		c.dirty = true
 		c.mu.Unlock()
+		return false
 	}
+	return true
 }
 
 // walkMark is the low-water mark of one walk: the walk reads pages of keys
 // in key order, and its mark passes a key once the work of its row is
 // done (for a queue row: its tasks, and its row's delete if it is to go).
 // The mark moves a queue at a time, inside a page and inside a window of
-// queues. It is one low-water mark over the jobs that run side by side, so
-// a pass that dies redoes at most the queues finished past its first
-// unfinished one: up to one per worker (Pace.Workers), measured 0-4 at 4
-// workers beside a real Temporal (interop TestWorkerOnTemporal). A failed,
-// deferred or dropped job holds it at the key before its first unfinished
-// row.
+// queues. A failed, deferred or dropped job holds it at the key before its
+// first unfinished row. The jobs run side by side (Pace.Workers), so rows
+// after that one finish too: each snapshot records them as runs beyond
+// the mark (WalkPosition.Finished), and a resumed walk skips them, so a
+// pass that dies redoes only the rows unfinished at its last checkpoint
+// (before them, one low-water mark alone redid up to one queue per
+// worker: 0-4 at 4 workers beside a real Temporal).
 type walkMark struct {
 	c *checkpointer
-	// pos and pages are guarded by c.mu.
+	// pos, pages, carried and listed are guarded by c.mu. pos.Finished is
+	// nil: snapshot computes the runs.
 	pos   WalkPosition
 	pages []*page
+	// carried are the finished runs of the position the walk resumed
+	// from; listed is the last key of the last page opened (nil: none).
+	// The runs of rows not listed yet are still finished, and each
+	// snapshot carries them on (the rows listed in them are skipped,
+	// finished at once, so they are in the pages' runs).
+	carried []KeyRange
+	listed  *store.QueueKey
 	// ended: the walk listed its last page; the mark is done once it
 	// passes every row of it.
 	ended bool
@@ -179,6 +192,10 @@ func (m *walkMark) open(keys []store.QueueKey, last bool) *page {
 	pg := &page{keys: keys, done: make([]bool, len(keys))}
 	m.c.mu.Lock()
 	m.pages = append(m.pages, pg)
+	if len(keys) > 0 {
+		k := keys[len(keys)-1]
+		m.listed = &k
+	}
 	m.ended = last
 	m.c.mu.Unlock()
 	return pg
@@ -192,18 +209,19 @@ func (m *walkMark) row(pg *page, i int) rowMark {
 	return rowMark{m: m, pg: pg, i: i}
 }
 
-// finished says the work of the row is done.
+// finished says the work of the row is done: the mark passes it, or it
+// joins the finished runs beyond the mark.
 func (r rowMark) finished(ctx context.Context) {
 	if r.m == nil {
 		return
 	}
 	r.m.c.mu.Lock()
 	r.pg.done[r.i] = true
-	moved := r.m.advance()
+	r.m.advance()
 	r.m.c.mu.Unlock()
-	if moved {
-		r.m.c.changed(ctx, false)
-	}
+	// Moved or not, the position changed: a row past the mark is one
+	// more of its finished runs.
+	r.m.c.changed(ctx, false)
 }
 
 // track wraps j, the job of rows rs, so that they are finished when it is
@@ -294,14 +312,56 @@ func (m *walkMark) advance() bool {
 	return moved
 }
 
-// snapshot returns pos; c.mu is held.
+// snapshot returns pos with the finished runs beyond it; c.mu is held.
 func (m *walkMark) snapshot() WalkPosition {
 	p := m.pos
 	if p.After != nil {
 		k := *p.After
 		p.After = &k
 	}
+	if !p.Done {
+		p.Finished = m.runs()
+	}
 	return p
+}
+
+// runs returns the runs of finished rows beyond the mark: those of the
+// pages listed (the rows after pg.next of each, in key order: a row not
+// finished ends a run), then the carried runs that reach past the last
+// row listed; merged where they overlap, at most MaxFinishedRuns, those
+// nearest the mark first. c.mu is held.
+func (m *walkMark) runs() []KeyRange {
+	var out []KeyRange
+	open := false // the last run of out takes the next finished row
+	for _, pg := range m.pages {
+		for i := pg.next; i < len(pg.keys); i++ {
+			switch {
+			case !pg.done[i]:
+				open = false
+			case open:
+				out[len(out)-1].Last = pg.keys[i]
+			default:
+				out = append(out, KeyRange{First: pg.keys[i], Last: pg.keys[i]})
+				open = true
+			}
+		}
+	}
+	for _, r := range m.carried {
+		if m.listed != nil && !m.listed.Less(r.Last) {
+			continue // listed whole: its rows are in the pages' runs, or passed
+		}
+		if n := len(out); n > 0 && r.First.Compare(out[n-1].Last) <= 0 {
+			// It overlaps the last run (rows of it listed and skipped):
+			// every row of both is finished, so every row of their union.
+			out[n-1].Last = r.Last
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(out) > MaxFinishedRuns {
+		out = out[:MaxFinishedRuns]
+	}
+	return out
 }
 
 // trackedJob is a job whose Done finishes its rows.

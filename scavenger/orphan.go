@@ -18,8 +18,11 @@ const orphanPageSize = 1000
 // resolved by point lookups of each queue row it could belong to (every
 // valid split of the id into row id and subqueue index); if none exists
 // its tasks are orphans and a job scavenges them. Memory stays one page of
-// ids, whatever the number of queues.
-func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.QueueKey, m *walkMark) error {
+// ids, whatever the number of queues. It starts from pos and skips the
+// ids of its finished runs (a resumed walk: an earlier pass finished
+// them).
+func (p *pass) scanOrphans(ctx context.Context, t store.Table, pos WalkPosition, m *walkMark) error {
+	after := p.start(pos)
 	for {
 		var refs []store.TaskQueueRef
 		err := p.retry(ctx, "list task queue ids", func(ctx context.Context) (err error) {
@@ -42,7 +45,7 @@ func (p *pass) scanOrphans(ctx context.Context, t store.Table, after *store.Queu
 		pg := m.open(keys, !more)
 		for i, ref := range refs {
 			row := m.row(pg, i)
-			if ref.HasQueueRow || !p.book.namespaceInScope(ref.ID) {
+			if ref.HasQueueRow || !p.book.namespaceInScope(ref.ID) || pos.finishedAt(ref.QueueKey) {
 				row.finished(ctx)
 				continue
 			}

@@ -42,6 +42,10 @@ type queueJob struct {
 	behind, stopped bool
 
 	examined, deleted int
+	// interrupted: the pass was stopped while it deleted the queue's row
+	// (cancelled, or shut down): the queue is not processed, a resumed
+	// pass does it again (doneAfter).
+	interrupted bool
 	// row is the walk's mark of this queue's row: finished once its
 	// tasks are done and its row's delete, if any, has run.
 	row rowMark
@@ -402,6 +406,7 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) bool {
 		p.c.queuesKept.Add(1)
 		p.cfg.Logger.Debug("queue changed since listed: kept", "table", j.table.String(), "queue", j.key.String(), "name", j.name)
 	default:
+		j.interrupted = interrupted(ctx, err)
 		j.fail(ctx, "delete queue", err)
 		return false
 	}
@@ -409,8 +414,15 @@ func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) bool {
 }
 
 // doneAfter ends the job once its row delete was tried: done, or an error
-// (already recorded) that holds the walk's mark before the row.
+// (already recorded) that holds the walk's mark before the row. A queue
+// whose row delete the pass's stop interrupted is not counted as
+// processed: its row's work is not done, a resumed pass does it and counts
+// it, so that the counts a checkpoint is recorded with (a worker's
+// heartbeat) count no queue its positions do not pass.
 func (j *queueJob) doneAfter(settled bool) executor.Status {
+	if !settled && j.interrupted {
+		return executor.Err
+	}
 	s := j.done()
 	if !settled {
 		return executor.Err
@@ -427,10 +439,16 @@ func (j *queueJob) done() executor.Status {
 	return executor.Done
 }
 
+// interrupted reports whether err ended a job because the pass was
+// stopped (cancelled, or shut down), not because of the job.
+func interrupted(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, ErrShutdown)
+}
+
 // fail records a job that could not finish. A cancelled pass is not an
 // error of the job.
 func (j *queueJob) fail(ctx context.Context, op string, err error) executor.Status {
-	if ctx.Err() != nil || errors.Is(err, ErrShutdown) {
+	if interrupted(ctx, err) {
 		return executor.Err
 	}
 	c := causeOf(err)

@@ -63,6 +63,8 @@ type Scavenger struct {
 	done chan struct{}
 	// pacer is the running (or last) pass's controller.
 	pacer *yielder
+	// ckpt is the running pass's checkpointer (nil: none, or no pass).
+	ckpt *checkpointer
 
 	// onYielder, if set (by a test in this package, never by New),
 	// receives the yielder of each pass with YieldToLoad, so the test can
@@ -129,6 +131,20 @@ func (s *Scavenger) Shutdown(ctx context.Context) error {
 		<-done
 		return ctx.Err()
 	}
+}
+
+// FlushCheckpoint hands the running pass's positions to Config.Checkpoint
+// now if they moved since its last write, whatever
+// Config.CheckpointInterval, and reports whether it did. A host that
+// records the pass's counts beside its positions (a worker's periodic
+// heartbeat) asks it before it reads Stats: counts read after the
+// positions were taken are never behind them, and only the queues that
+// finished in between are ahead.
+func (s *Scavenger) FlushCheckpoint(ctx context.Context) bool {
+	s.mu.Lock()
+	c := s.ckpt
+	s.mu.Unlock()
+	return c.flush(ctx)
 }
 
 // Stats returns the counts of the running pass, or of the last one.
@@ -222,6 +238,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 			log.Info("resuming from checkpoint", "partition", s.cfg.Partition.String(), "positions", s.cfg.Resume.Walks, "checksum", checksumState(s.cfg.Resume))
 		}
 		p.ckpt = newCheckpointer(s.cfg, id)
+		s.mu.Lock()
+		s.ckpt = p.ckpt
+		s.mu.Unlock()
 	}
 	log.Info("scavenger pass started", "compat", string(s.cfg.Compat), "dry_run", s.cfg.DryRun, "partition", s.cfg.Partition.String())
 	stopWatch := func() {}
@@ -254,6 +273,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	p.ckpt.stop()
 	p.ckpt.flush(fctx)
 	cancel()
+	s.mu.Lock()
+	s.ckpt = nil
+	s.mu.Unlock()
 	st := s.Stats()
 	st.Elapsed = time.Since(st.Started)
 	if s.cfg.Resume != nil {
@@ -484,7 +506,7 @@ func (p *pass) run(ctx context.Context) error {
 		if pos.Done {
 			continue
 		}
-		if err := p.listQueues(ctx, t, p.start(pos), marks[i]); err != nil {
+		if err := p.listQueues(ctx, t, pos, marks[i]); err != nil {
 			return err
 		}
 	}
@@ -505,7 +527,7 @@ func (p *pass) run(ctx context.Context) error {
 		if pos.Done {
 			continue
 		}
-		if err := p.scanOrphans(ctx, t, p.start(pos), orphanMarks[i]); err != nil {
+		if err := p.scanOrphans(ctx, t, pos, orphanMarks[i]); err != nil {
 			return err
 		}
 		if err := p.ex.Wait(ctx); err != nil {
@@ -584,10 +606,13 @@ func (p *pass) windows(queues []*queueJob) [][]*queueJob {
 	return out
 }
 
-// listQueues walks the queue table t in primary-key order and submits one
-// job per row. Submit blocks while the workers are busy, so at most a page
-// and the run queue of rows are in memory.
-func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.QueueKey, m *walkMark) error {
+// listQueues walks the queue table t in primary-key order from pos and
+// submits one job per row, but for the rows of pos's finished runs (a
+// resumed walk: an earlier pass finished them). Submit blocks while the
+// workers are busy, so at most a page and the run queue of rows are in
+// memory.
+func (p *pass) listQueues(ctx context.Context, t store.Table, pos WalkPosition, m *walkMark) error {
+	after := p.start(pos)
 	for {
 		var rows []store.QueueRow
 		err := p.retry(ctx, "list queues", func(ctx context.Context) (err error) {
@@ -614,6 +639,10 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, after *store.Queue
 		// walk's mark when it is finished (a window's queues one by one).
 		var window []*queueJob
 		for i, r := range rows {
+			if pos.finishedAt(r.QueueKey) {
+				m.row(pg, i).finished(ctx)
+				continue
+			}
 			j := p.newQueueJob(t, r)
 			j.row = m.row(pg, i)
 			if !p.book.inScope(j.key, j.name) {

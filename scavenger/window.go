@@ -314,17 +314,18 @@ func (w *windowJob) deleteRows(ctx context.Context) error {
 	for _, q := range due {
 		// The other table is read only for a queue that may go.
 		if !q.queueVerdict(false).Delete() {
-			q.row.finished(ctx)
+			w.settled(ctx, q, nil)
 			continue
 		}
 		if q.otherHasTasks {
 			has, err := q.otherTableHasTasks(ctx)
 			if err != nil {
+				w.settled(ctx, q, err)
 				q.fail(ctx, "check the other table version", err)
 				continue
 			}
 			if !q.queueVerdict(has).Delete() {
-				q.row.finished(ctx)
+				w.settled(ctx, q, nil)
 				continue
 			}
 		}
@@ -343,6 +344,9 @@ func (w *windowJob) deleteRows(ctx context.Context) error {
 		})
 		if err != nil {
 			tc.queuesDeleted.Add(n)
+			for _, q := range fenced {
+				w.settled(ctx, q, err)
+			}
 			return err
 		}
 	}
@@ -351,7 +355,7 @@ func (w *windowJob) deleteRows(ctx context.Context) error {
 	// owns them.
 	p.c.queuesKept.Add(int64(len(fences)) - n)
 	for _, q := range fenced {
-		q.row.finished(ctx)
+		w.settled(ctx, q, nil)
 	}
 	return nil
 }
@@ -359,20 +363,47 @@ func (w *windowJob) deleteRows(ctx context.Context) error {
 // processed counts the window's queues before n as processed, once each.
 // A queue is processed when its tasks are done; if it is left empty its
 // row may be due for deletion (deleteRows), and its mark waits for it;
-// otherwise its mark passes it now.
+// otherwise its mark passes it now. With checkpoints, an empty queue is
+// counted once its row's work ended (settled), as its mark passes it: the
+// counts a checkpoint is recorded with (a worker's heartbeat) then count
+// no queue its positions do not pass, so a retry that redoes such a queue
+// does not count it twice. Without, it is counted now (rows go at the
+// window's end only, and the count moves inside the window).
 func (w *windowJob) processed(ctx context.Context, n int) {
 	for ; w.counted < n; w.counted++ {
 		q := w.queues[w.counted]
-		q.done()
 		if q.nonEmpty {
+			q.done()
 			q.row.finished(ctx)
 			continue
+		}
+		if w.p.ckpt == nil {
+			q.done()
 		}
 		w.rowsDue = append(w.rowsDue, q)
 	}
 }
 
+// settled ends the row's work of q, a queue of rowsDue: with err nil its
+// mark passes it. With checkpoints q is counted as processed here (see
+// processed), unless the pass's stop interrupted its row's work: a
+// resumed pass does it again, and counts it.
+func (w *windowJob) settled(ctx context.Context, q *queueJob, err error) {
+	if w.p.ckpt != nil && (err == nil || !interrupted(ctx, err)) {
+		q.done()
+	}
+	if err == nil {
+		q.row.finished(ctx)
+	}
+}
+
 func (w *windowJob) fail(ctx context.Context, op string, err error) executor.Status {
+	// The queues left empty whose rows were not deleted yet: counted as
+	// processed if the job failed, not if the pass was stopped (settled).
+	for _, q := range w.rowsDue {
+		w.settled(ctx, q, err)
+	}
+	w.rowsDue = nil
 	if ctx.Err() == nil && !errors.Is(err, ErrShutdown) {
 		c := causeOf(err)
 		w.p.c.fail(Failure{Op: op, Table: w.table, Queue: w.queues[0].key, Cause: c, Err: err})
