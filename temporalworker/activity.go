@@ -577,11 +577,28 @@ func newHeartbeater(ctx context.Context, p Progress, every time.Duration) *heart
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				h.record(nil, false)
+				h.tick()
 			}
 		}
 	}()
 	return h
+}
+
+// tick records the periodic heartbeat: through the pass's checkpoint if
+// its positions moved since the last one (FlushCheckpoint: advance records
+// it with the counts read after them), else with the last positions. A
+// heartbeat's counts are then never ahead of its positions by more than
+// the queues that finished while it was taken, and a retry from it redoes
+// no queue it counted (the positions of the last checkpoint lag up to
+// CheckpointInterval behind the counts of the moment).
+func (h *heartbeater) tick() {
+	h.mu.Lock()
+	sc := h.sc
+	h.mu.Unlock()
+	if sc != nil && sc.FlushCheckpoint(h.ctx) {
+		return
+	}
+	h.record(nil, false)
 }
 
 // watch makes sc the pass whose counts go in each heartbeat.
