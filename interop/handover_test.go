@@ -353,12 +353,12 @@ func queueKeys(ctx context.Context, t *testing.T, db *sqlstore.DB) map[store.Tab
 
 // maxRedoneQueues bounds the work a retry redoes beyond the position its
 // attempt last recorded: the queues that heartbeat counted as processed
-// but its position had not passed yet. One queue per worker (the default
-// 4): the position is one low-water mark over the queue jobs the workers
-// run side by side, so it waits behind the first unfinished one while the
-// others finish theirs (measured: 0 to 4 at the default settings). The
-// issue's bound, one queue, holds only with one worker: not met.
-const maxRedoneQueues = scavenger.DefaultWorkers
+// but its position had not passed yet. The bound, one queue: the
+// position records, beside its low-water mark, the runs of queues the
+// other workers finished past it (scavenger.WalkPosition.Finished), and a
+// heartbeat's counts are read after its position is taken (before them,
+// one low-water mark over 4 workers' jobs: 0 to 4 redone).
+const maxRedoneQueues = 1
 
 // checkRedone measures, for a partition the signal made retry once, how
 // much work the retry redid beyond the position the stopped attempt last
@@ -367,13 +367,14 @@ const maxRedoneQueues = scavenger.DefaultWorkers
 // position is the result's ResumedFrom (none: from the start), its counts
 // the earlier attempt's entry in Attempts.
 //
-//   - redone: queues the recorded heartbeat counted as processed that lie
-//     after its position (the retry does them again; those the attempt
-//     deleted are gone and counted anyway, so this bounds the redo from
-//     above). The bound: at most one queue.
-//   - the retry processed no queue at or before the position: at most
-//     the rows after it (a retry that ignored the position would process
-//     the whole partition again).
+//   - redone: queues the recorded heartbeat counted as processed that its
+//     position does not pass (after its mark, outside its finished runs):
+//     the retry does them again; those the attempt deleted are gone and
+//     counted anyway, so this bounds the redo from above. The issue's
+//     bound: at most one queue.
+//   - the retry processed no queue the position passes: at most the rows
+//     after its mark and outside its finished runs (a retry that ignored
+//     the position would process the whole partition again).
 //
 // After a SIGKILL the attempt may also have worked after its last
 // recorded heartbeat (its unknown tail, named in the result): that is
@@ -401,7 +402,11 @@ func checkRedone(t *testing.T, e sqlstore.Engine, sig syscall.Signal, p temporal
 				continue
 			}
 			total++
-			if w.Done || (w.After != nil && !w.After.Less(k)) {
+			passed := w.Done || (w.After != nil && !w.After.Less(k))
+			for _, r := range w.Finished {
+				passed = passed || r.Contains(k)
+			}
+			if passed {
 				at++
 			} else {
 				after++
@@ -427,7 +432,7 @@ func checkRedone(t *testing.T, e sqlstore.Engine, sig syscall.Signal, p temporal
 		return
 	}
 	redone := rec.QueuesProcessed - at
-	t.Logf("  partition %d redone work after %s: %d queues in range, %d at or before the recorded position, %d after it; the stopped attempt's recorded heartbeat counted %d queues processed (%d beyond its position: redone, bound %d) and %d tasks; the retry processed %d queues and %d tasks (a clean pass of the partition: %d queues, %d tasks); unknown tails %v",
+	t.Logf("  partition %d redone work after %s: %d queues in range, %d passed by the recorded position (its mark and finished runs), %d not; the stopped attempt's recorded heartbeat counted %d queues processed (%d beyond its position: redone, bound %d) and %d tasks; the retry processed %d queues and %d tasks (a clean pass of the partition: %d queues, %d tasks); unknown tails %v",
 		p.Partition, sig, total, at, after, rec.QueuesProcessed, redone, maxRedoneQueues, rec.TasksProcessed,
 		p.ThisAttempt.QueuesProcessed, p.ThisAttempt.TasksProcessed, clean[p.Partition].QueuesProcessed, clean[p.Partition].TasksProcessed, p.UnknownTails)
 	if redone > maxRedoneQueues {
@@ -435,7 +440,7 @@ func checkRedone(t *testing.T, e sqlstore.Engine, sig syscall.Signal, p temporal
 			p.Partition, e, sig, redone, maxRedoneQueues)
 	}
 	if p.ThisAttempt.QueuesProcessed > after {
-		t.Errorf("partition %d (%s, %s): the retry processed %d queues, only %d lie after the recorded position: it redid recorded work",
+		t.Errorf("partition %d (%s, %s): the retry processed %d queues, only %d lie outside the recorded position: it redid recorded work",
 			p.Partition, e, sig, p.ThisAttempt.QueuesProcessed, after)
 	}
 }

@@ -302,7 +302,9 @@ func (p *workerProc) kill() {
 // stopAfterQueues is how many queues a partition's recorded heartbeat has
 // counted as processed before its worker is stopped: a few per worker, so
 // that a position that lagged the work (a page's, not a queue's, as issue
-// 26 found) would show as many queues redone.
+// 26 found, or one low-water mark over the jobs the workers run side by
+// side, without the runs they finished past it) would show more queues
+// redone than checkRedone's bound of one (maxRedoneQueues).
 const stopAfterQueues = 3 * scavenger.DefaultWorkers
 
 // waitForCheckpoint polls the pass until a partition activity's recorded
@@ -330,7 +332,7 @@ func waitForCheckpoint(ctx context.Context, t *testing.T, c client.Client, id st
 			}
 			if p.Checkpoint != nil && p.ThisAttempt.QueuesProcessed >= stopAfterQueues {
 				for _, w := range p.Checkpoint.Walks {
-					if w.After != nil || w.Done {
+					if w.After != nil || w.Done || len(w.Finished) > 0 {
 						return p
 					}
 				}
