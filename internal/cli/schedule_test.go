@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -133,4 +134,60 @@ func nonZero(t *testing.T, typ reflect.Type) reflect.Value {
 		t.Fatalf("no non-zero value of %s", typ)
 	}
 	return v
+}
+
+// TestScheduleCarriesClosedRule: the closed-workflow rule's flags reach
+// the worker's pass through the schedule's description (flags, Rules,
+// PassDescription, its JSON in the schedule, the worker's Config), and
+// schedule update keeps them unless its own flags change them. The live
+// path (schedule create and update on a Temporal server, the worker's
+// pass) is interop's TestClosedWorkflowsLive.
+func TestScheduleCarriesClosedRule(t *testing.T) {
+	describe := func(args ...string) temporalworker.PassDescription {
+		t.Helper()
+		fs := newFlagSet("schedule create")
+		g := newFlagGroups(fs)
+		var sf scavengeFlags
+		sf.register(g)
+		g.done()
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := sf.config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(temporalworker.Describe(cfg, time.Time{}, 1, "db-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d temporalworker.PassDescription
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	on := describe("--closed-workflows", "--closed-global", "--closed-cluster", "east")
+	c, err := on.Config(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.ClosedWorkflows || !c.ClosedWorkflowsGlobal || c.ClusterName != "east" {
+		t.Errorf("the worker's pass: closed %t, global %t, cluster %q; want on, on, east", c.ClosedWorkflows, c.ClosedWorkflowsGlobal, c.ClusterName)
+	}
+	// With the rule off the description's JSON has none of its fields:
+	// schedules made before the rule stay what they were.
+	if b, _ := json.Marshal(describe()); strings.Contains(string(b), "closed") || strings.Contains(string(b), "cluster") {
+		t.Errorf("a description without the rule: %s", b)
+	}
+	old := temporalworker.ScheduleSpec{ID: "tqs", Pass: on}
+	given := temporalworker.ScheduleSpec{ID: "tqs", Pass: describe("--grace", "96h")}
+	got, changed := mergeSchedule(old, given, func(n string) bool { return n == "grace" })
+	if !got.Pass.ClosedWorkflows || !got.Pass.ClosedWorkflowsGlobal || got.Pass.ClusterName != "east" || got.Pass.Grace != 96*time.Hour {
+		t.Errorf("update --grace 96h: %+v (changed %v): the rule must be kept", got.Pass.Rules, changed)
+	}
+	off := map[string]bool{"closed-workflows": true, "closed-global": true, "closed-cluster": true}
+	if got, _ := mergeSchedule(old, given, func(n string) bool { return off[n] }); got.Pass.ClosedWorkflows || got.Pass.ClosedWorkflowsGlobal || got.Pass.ClusterName != "" {
+		t.Errorf("update --closed-workflows=false: %+v, want the rule off", got.Pass.Rules)
+	}
 }
