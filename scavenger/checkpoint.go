@@ -99,7 +99,9 @@ func (r KeyRange) Contains(k store.QueueKey) bool {
 // a handful of runs is the usual case (at most Workers-1 with a job per
 // queue; a window's empty queues, which wait for their row's delete, add
 // a gap each). The runs past the bound are redone by a resume; a
-// position stays a few kilobytes, well inside a Temporal heartbeat.
+// position stays a few kilobytes, well inside a Temporal heartbeat. A
+// checkpoint with more runs in a position was not written by a pass, and
+// Fits refuses it.
 const MaxFinishedRuns = 32
 
 // finishedAt reports whether k lies in one of w's finished runs.
@@ -177,7 +179,8 @@ func (r Rules) Digest() string {
 // id (an error wrapping ErrCheckpointMismatch; ErrCheckpointCorrupt if its
 // checksum does not match), or nil if the pass may resume from it: whole
 // (Verify), of this build's version, of the same database, partition and
-// rules (SettingsDigest), its positions inside the partition. It is the
+// rules (SettingsDigest), its positions and their finished runs inside the
+// partition, the runs in key order and at most MaxFinishedRuns. It is the
 // one test of whether a checkpoint belongs to a pass: Begin asks it of
 // Config.Resume before the pass starts (a host that would rather start
 // afresh asks it first), and Run again. Only the pass itself can tell
@@ -203,6 +206,11 @@ func (cp *Checkpoint) Fits(cfg Config, id string) error {
 		}
 		if w.After != nil && !cfg.Partition.Range().Contains(w.After.RangeHash) {
 			return fmt.Errorf("%w: position %s lies outside partition %s", ErrCheckpointMismatch, w.After, cfg.Partition)
+		}
+		if len(w.Finished) > MaxFinishedRuns {
+			// A pass never writes more: each listed row of the resume
+			// would scan them all (finishedAt).
+			return fmt.Errorf("%w: walk %s: a pass records at most %d finished runs", ErrCheckpointMismatch, w, MaxFinishedRuns)
 		}
 		for i, r := range w.Finished {
 			switch {

@@ -226,3 +226,60 @@ func TestCheckpointRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestFitsFinishedRuns: Fits refuses, as not written by a pass, a position
+// whose finished runs are not what a pass writes: a run that ends before
+// it starts, a first run that ends at or before the position, runs out of
+// key order or overlapping, a run outside the partition, and more runs
+// than MaxFinishedRuns (a pass never writes more; a file of thousands
+// would make every listed row of the resume scan them). It accepts the
+// runs a pass writes, the first beginning at or before the position.
+func TestFitsFinishedRuns(t *testing.T) {
+	key := func(h uint32, id byte) store.QueueKey { return store.QueueKey{RangeHash: h, ID: []byte{id}} }
+	run := func(h uint32, a, b byte) scavenger.KeyRange {
+		return scavenger.KeyRange{First: key(h, a), Last: key(h, b)}
+	}
+	after := key(10, 5)
+	many := func(n int) []scavenger.KeyRange {
+		var rs []scavenger.KeyRange
+		for i := range n {
+			rs = append(rs, run(uint32(20+i), 1, 2))
+		}
+		return rs
+	}
+	for _, tc := range []struct {
+		name     string
+		p        scavenger.Partition
+		after    *store.QueueKey
+		finished []scavenger.KeyRange
+		ok       bool
+	}{
+		{name: "runs a pass writes", after: &after, finished: []scavenger.KeyRange{run(10, 6, 9), run(11, 1, 1), run(12, 0, 3)}, ok: true},
+		{name: "first run begins before the position", after: &after, finished: []scavenger.KeyRange{run(10, 2, 7)}, ok: true},
+		{name: "no position yet", finished: []scavenger.KeyRange{run(0, 1, 1)}, ok: true},
+		{name: "as many runs as the bound", after: &after, finished: many(scavenger.MaxFinishedRuns), ok: true},
+		{name: "run ends before it starts", after: &after, finished: []scavenger.KeyRange{run(10, 9, 7)}},
+		{name: "first run ends at the position", after: &after, finished: []scavenger.KeyRange{run(10, 1, 5)}},
+		{name: "runs out of order", after: &after, finished: []scavenger.KeyRange{run(12, 1, 2), run(11, 1, 2)}},
+		{name: "runs overlap", after: &after, finished: []scavenger.KeyRange{run(11, 1, 4), run(11, 4, 6)}},
+		{name: "run outside the partition", p: scavenger.Partition{Index: 1, Count: 2}, finished: []scavenger.KeyRange{run(0, 1, 2)}},
+		{name: "more runs than the bound", after: &after, finished: many(scavenger.MaxFinishedRuns + 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.Partition = tc.p
+			cp := scavenger.Checkpoint{Version: scavenger.CheckpointVersion, Partition: tc.p.String(), Settings: scavenger.SettingsDigest(cfg), Database: "sqlite:test",
+				Walks: []scavenger.WalkPosition{{Walk: scavenger.WalkQueues, Table: store.V1, After: tc.after, Finished: tc.finished}}}
+			cp.Checksum = cp.Sum() // whole: only the runs are at fault
+			err := cp.Fits(cfg, "sqlite:test")
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("Fits: %v, want the runs accepted", err)
+			case !tc.ok && !errors.Is(err, scavenger.ErrCheckpointMismatch):
+				t.Fatalf("Fits: %v, want ErrCheckpointMismatch", err)
+			case err != nil:
+				t.Logf("refused: %v", err)
+			}
+		})
+	}
+}

@@ -93,7 +93,8 @@ func TestCheckpointFileOldFormat(t *testing.T) {
 // TestCheckpointFileRefused: a checkpoint file that is damaged (cut
 // short), edited after it was written (a position moved ahead, a walk
 // marked done: its checksum no longer matches), or whose checksummed
-// positions do not fit the database (past a table's last row) is refused
+// positions do not fit the database (past a table's last row) or are not
+// what a pass writes (more finished runs than it records) is refused
 // with exit status 2, naming the file and why, before any row is
 // deleted, and no result is printed.
 func TestCheckpointFileRefused(t *testing.T) {
@@ -116,6 +117,12 @@ func TestCheckpointFileRefused(t *testing.T) {
 		"position moved ahead": {writeTemp(t, "ahead.checkpoint", strings.Replace(string(b), `"RangeHash": 543068950`, `"RangeHash": 4000000000`, 1)), "checksum does not match"},
 		"walk marked done":     {writeTemp(t, "done.checkpoint", strings.Replace(string(b), `"table": 1,`, `"table": 1, "done": true,`, 1)), "checksum does not match"},
 		"past the last row":    {writeCheckpoint(t, sealed(func(cp *scavenger.Checkpoint) { cp.Walks[1].After = past })), "past the last row of task_queues"},
+		"too many finished runs": {writeCheckpoint(t, sealed(func(cp *scavenger.Checkpoint) {
+			for i := range scavenger.MaxFinishedRuns + 1 {
+				k := store.QueueKey{RangeHash: 4000000000 + uint32(i), ID: []byte{1}}
+				cp.Walks[1].Finished = append(cp.Walks[1].Finished, scavenger.KeyRange{First: k, Last: k})
+			}
+		})), "a pass records at most"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
