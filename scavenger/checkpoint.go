@@ -105,8 +105,11 @@ func (r KeyRange) Contains(k store.QueueKey) bool {
 const MaxFinishedRuns = 32
 
 // finishedAt reports whether k lies in one of w's finished runs.
-func (w WalkPosition) finishedAt(k store.QueueKey) bool {
-	for _, r := range w.Finished {
+func (w WalkPosition) finishedAt(k store.QueueKey) bool { return inRuns(w.Finished, k) }
+
+// inRuns reports whether k lies in one of runs, which are in key order.
+func inRuns(runs []KeyRange, k store.QueueKey) bool {
+	for _, r := range runs {
 		if r.Contains(k) {
 			return true
 		}

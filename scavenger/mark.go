@@ -156,8 +156,9 @@ type walkMark struct {
 	// carried are the finished runs of the position the walk resumed
 	// from; listed is the last key of the last page opened (nil: none).
 	// The runs of rows not listed yet are still finished, and each
-	// snapshot carries them on (the rows listed in them are skipped,
-	// finished at once, so they are in the pages' runs).
+	// snapshot carries them on; the rows listed in them are finished as
+	// their page opens (the walk skips them), so they are in the pages'
+	// runs.
 	carried []KeyRange
 	listed  *store.QueueKey
 	// ended: the walk listed its last page; the mark is done once it
@@ -184,13 +185,18 @@ type rowMark struct {
 }
 
 // open starts a page of the rows keys, in key order; last: the walk lists
-// no row after them (see end).
+// no row after them (see end). The rows in the carried runs are finished
+// already: a snapshot taken before the walk has skipped them (row's
+// finished) holds them as finished, as the position it resumed from did.
 func (m *walkMark) open(keys []store.QueueKey, last bool) *page {
 	if m == nil {
 		return nil
 	}
 	pg := &page{keys: keys, done: make([]bool, len(keys))}
 	m.c.mu.Lock()
+	for i, k := range keys {
+		pg.done[i] = inRuns(m.carried, k)
+	}
 	m.pages = append(m.pages, pg)
 	if len(keys) > 0 {
 		k := keys[len(keys)-1]
