@@ -16,7 +16,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -444,14 +443,7 @@ func scheduledClosedPass(ctx context.Context, t *testing.T, s settings, ts *temp
 	waitPersisted(ctx, t, db, sched, n)
 	sched.closeHalf(ctx, t, c)
 	startWorkerDSN(t, s, ts, tdb.tqsDSN, queue, logPath(s, tag, "worker.log"))
-	tqs := func(args ...string) string {
-		args = append(args, "--temporal-address", ts.frontend(), "--temporal-namespace", namespace)
-		out, err := exec.CommandContext(ctx, s.tqs, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tqscavenger %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	tqs := func(args ...string) string { return runTQS(ctx, t, s, ts, args...) }
 	t.Log(strings.TrimSpace(tqs("schedule", "create", "--db", tdb.tqsDSN, "--schedule-id", id, "--temporal-task-queue", queue,
 		"--every", "1h", "--jitter", "0s", "--closed-workflows", "--closed-cluster", "active")))
 	defer tqs("schedule", "delete", "--schedule-id", id)

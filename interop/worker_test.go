@@ -170,14 +170,7 @@ func workerOnSQLite(ctx context.Context, t *testing.T, s settings, ts *temporalS
 	// by a worker.
 	w3 := startWorker(t, s, ts, pathA, queue, logPath(s, tag, "worker-3.log"))
 	defer w3.kill()
-	tqs := func(args ...string) string {
-		args = append(args, "--temporal-address", ts.frontend(), "--temporal-namespace", namespace)
-		out, err := exec.CommandContext(ctx, s.tqs, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tqscavenger %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	tqs := func(args ...string) string { return runTQS(ctx, t, s, ts, args...) }
 	t.Log(strings.TrimSpace(tqs("schedule", "create", "--db", "sqlite:"+pathA, "--schedule-id", "tqs-e2e",
 		"--temporal-task-queue", queue, "--every", "1h", "--jitter", "0s", "--partitions", "2", "--past-live-head")))
 	defer tqs("schedule", "delete", "--schedule-id", "tqs-e2e")
@@ -346,4 +339,16 @@ func waitForCheckpoint(ctx context.Context, t *testing.T, c client.Client, id st
 	}
 	t.Fatal("no heartbeat with a position in 3 minutes")
 	return temporalworker.Progress{}
+}
+
+// runTQS runs the tqscavenger binary with args against ts's frontend and
+// namespace and returns its combined output, failing the test if it fails.
+func runTQS(ctx context.Context, t *testing.T, s settings, ts *temporalServer, args ...string) string {
+	t.Helper()
+	args = append(args, "--temporal-address", ts.frontend(), "--temporal-namespace", namespace)
+	out, err := exec.CommandContext(ctx, s.tqs, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tqscavenger %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

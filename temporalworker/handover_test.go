@@ -59,6 +59,21 @@ func activityEnv(t *testing.T, acts *Activities, beats *[]Progress, mu *sync.Mut
 	return env
 }
 
+// runPartition runs the partition activity in env and returns its result,
+// failing the test if the activity fails.
+func runPartition(t *testing.T, env *testsuite.TestActivityEnvironment, in PartitionInput) PartitionResult {
+	t.Helper()
+	v, err := env.ExecuteActivity(PartitionActivityName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res PartitionResult
+	if err := v.Get(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // TestWorkerStopHandsOver: when the worker begins to stop, the running
 // partition stops at once at a clean point (the statement in flight
 // finishes, no other starts), records a final heartbeat with its position
@@ -175,14 +190,7 @@ func TestHeartbeatOfOlderBuild(t *testing.T) {
 	)
 	env := activityEnv(t, &Activities{DB: d, Logger: quiet()}, &beats, &mu)
 	env.SetHeartbeatDetails(generic)
-	v, err := env.ExecuteActivity(PartitionActivityName, PartitionInput{Pass: describe(t, d, 3), Partition: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res PartitionResult
-	if err := v.Get(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runPartition(t, env, PartitionInput{Pass: describe(t, d, 3), Partition: 1})
 	if !res.LowerBound || len(res.UnknownTails) != 1 || res.UnknownTails[0] != "attempts 1-2" ||
 		res.EarlierAttempts != p.Counted || res.Totals.TasksDeleted != p.Counted.TasksDeleted+res.ThisAttempt.TasksDeleted {
 		t.Errorf("result %+v: want the old attempts' counts added, named as unknown tails, a lower bound", res)
@@ -274,14 +282,7 @@ func TestHeartbeatPastTheTable(t *testing.T) {
 	)
 	env := activityEnv(t, &Activities{DB: d, Logger: quiet()}, &beats, &mu)
 	env.SetHeartbeatDetails(Progress{Version: ProgressVersion, Partition: 0, Partitions: 1, Attempt: 1, Checkpoint: &cp, Final: true})
-	v, err := env.ExecuteActivity(PartitionActivityName, PartitionInput{Pass: desc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res PartitionResult
-	if err := v.Get(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runPartition(t, env, PartitionInput{Pass: desc})
 	clean, want := cleanPass(t, desc)
 	if res.Resumed || res.Outcome != string(scavenger.Completed) || res.ThisAttempt.TasksDeleted != clean.TasksDeleted {
 		t.Errorf("result %+v: want a completed partition, not resumed, that deleted what a clean pass does (%d tasks)", res, clean.TasksDeleted)

@@ -121,14 +121,7 @@ func TestHeartbeatGoldens(t *testing.T) {
 			)
 			env := activityEnv(t, &Activities{DB: d, Logger: quiet()}, &beats, &mu)
 			env.SetHeartbeatDetails(p)
-			v, err := env.ExecuteActivity(PartitionActivityName, PartitionInput{Pass: desc})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res PartitionResult
-			if err := v.Get(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := runPartition(t, env, PartitionInput{Pass: desc})
 			if !res.Resumed || !reflect.DeepEqual(res.ResumedFrom, cp.Walks) || res.Outcome != string(scavenger.Completed) {
 				t.Fatalf("result %+v: want a completed partition resumed from the golden positions %v", res, cp.Walks)
 			}
