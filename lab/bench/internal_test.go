@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,49 @@ func TestCmpMySQL(t *testing.T) {
 	b.cmp(queueCols, []any{1, 2}, "<=")
 	if want := "(range_hash, task_queue_id) <= ($1, $2)"; b.String() != want {
 		t.Errorf("PostgreSQL cmp: %s, want %s", b.String(), want)
+	}
+}
+
+// TestOffered: the phases are offered Share of the capacity, or Rate,
+// which wins; a share outside 0 < share ≤ 1 is refused, and the printed
+// table says what was offered.
+func TestOffered(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lo      LiveOptions
+		want    float64 // of a capacity of 1000/s
+		title   string  // in the printed title
+		refused bool
+	}{
+		{name: "default half", lo: LiveOptions{}, want: 500, title: "offered 0.5 × capacity"},
+		{name: "80 %", lo: LiveOptions{Share: 0.8}, want: 800, title: "offered 0.8 × capacity"},
+		{name: "all", lo: LiveOptions{Share: 1}, want: 1000, title: "offered 1 × capacity"},
+		{name: "rate wins", lo: LiveOptions{Share: 0.8, Rate: 300}, want: 300, title: "offered 300 operations/s (--live-rate)"},
+		{name: "negative", lo: LiveOptions{Share: -0.5}, refused: true},
+		{name: "above one", lo: LiveOptions{Share: 1.01}, refused: true},
+		{name: "NaN", lo: LiveOptions{Share: math.NaN()}, refused: true},
+	} {
+		lo := tc.lo.withDefaults()
+		err := lo.check()
+		if tc.refused {
+			if err == nil || !strings.Contains(err.Error(), "want 0 < share ≤ 1") {
+				t.Errorf("%s: %v, want a refusal", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := lo.offered(1000); got != tc.want {
+			t.Errorf("%s: offered %v, want %v", tc.name, got, tc.want)
+		}
+		rep := &LiveReport{Repeat: 1, Options: lo, Engines: []LiveEngine{{Engine: sqlstore.Postgres, Case: Cases()[0].Scaled(100),
+			Capacity: 1000, Offered: lo.offered(1000), Reps: [][]LiveFigure{{{Phase: LiveNone, Samples: 10}}}}}}
+		var b strings.Builder
+		PrintLive(&b, rep, true)
+		if !strings.Contains(b.String(), "### postgres live load, all-expired 10×1k, "+tc.title) || !strings.Contains(b.String(), "open loop ("+strings.TrimPrefix(tc.title, "offered ")+")") {
+			t.Errorf("%s: the output does not say %q:\n%s", tc.name, tc.title, b.String())
+		}
 	}
 }

@@ -23,7 +23,8 @@ import (
 //
 //  1. measures the workload's capacity on a copy, closed loop with
 //     LiveOptions.Conns operations at a time, with no pass;
-//  2. offers half of it (or LiveOptions.Rate), open loop, in each phase:
+//  2. offers LiveOptions.Share of it (default half; or LiveOptions.Rate),
+//     open loop, in each phase:
 //     every phase runs rounds of a fresh copy, the workload started on it,
 //     the pass run as a child process (as in Run), the workload's samples
 //     due while the pass ran kept, until a phase holds MinSamples samples
@@ -69,9 +70,12 @@ type LiveOptions struct {
 	Conns int
 	// Queues is how many queues the workload writes. Default 64.
 	Queues int
-	// Rate is the offered rate, operations per second. Default: half of
-	// the capacity measured.
+	// Rate is the offered rate, operations per second; it wins over
+	// Share. Default: Share of the capacity measured.
 	Rate float64
+	// Share is the share of the capacity measured that is offered when
+	// Rate is not set: 0 < Share ≤ 1. Default 0.5, half of it.
+	Share float64
 	// CapacityFor is how long the capacity is measured. Default 5s.
 	CapacityFor time.Duration
 	// Phases limits the run to these phases, in LivePhases' order; the
@@ -105,7 +109,27 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	if o.CapacityFor <= 0 {
 		o.CapacityFor = 5 * time.Second
 	}
+	if o.Share == 0 {
+		o.Share = 0.5
+	}
 	return o
+}
+
+// check refuses options no run can use (after withDefaults).
+func (o LiveOptions) check() error {
+	if !(o.Share > 0 && o.Share <= 1) { // also NaN
+		return fmt.Errorf("bench: the offered share of capacity is %v, want 0 < share ≤ 1", o.Share)
+	}
+	return nil
+}
+
+// offered is the rate the phases offer: Rate if set, else Share of
+// capacity.
+func (o LiveOptions) offered(capacity float64) float64 {
+	if o.Rate > 0 {
+		return o.Rate
+	}
+	return capacity * o.Share
 }
 
 // LiveReport is the outcome of RunLive.
@@ -185,6 +209,9 @@ func RunLive(ctx context.Context, o Options, lo LiveOptions) (*LiveReport, error
 		o.Log = nopWriter{}
 	}
 	lo = lo.withDefaults()
+	if err := lo.check(); err != nil {
+		return nil, err
+	}
 	cases, err := selectCases([]string{lo.Case}, o.Scale)
 	if err != nil {
 		return nil, err
@@ -260,10 +287,7 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 		le.Err = fmt.Errorf("capacity: %w", err)
 		return le
 	}
-	le.Offered = le.Capacity / 2
-	if lo.Rate > 0 {
-		le.Offered = lo.Rate
-	}
+	le.Offered = lo.offered(le.Capacity)
 	lr.rate = le.Offered
 	r.logf("%s live-load: capacity %.0f operations/s with %d connections; offering %.0f/s", e, le.Capacity, lr.lo.Conns, le.Offered)
 	for rep := range r.o.Repeat {

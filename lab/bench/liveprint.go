@@ -19,7 +19,7 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		title := fmt.Sprintf("%s live load, %s %s", le.Engine, le.Case.Name, le.Case.Size())
+		title := fmt.Sprintf("%s live load, %s %s, offered %s", le.Engine, le.Case.Name, le.Case.Size(), offeredText(rep.Options))
 		if rep.Repeat > 1 {
 			title += fmt.Sprintf(", median of %d", rep.Repeat)
 		}
@@ -98,7 +98,7 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 		}
 		writeRows(w, liveColumns, rows, markdown)
 		notes := []string{
-			fmt.Sprintf("workload: %d queues, %d connections; capacity %.0f operations/s closed loop with no pass; offered %.0f/s open loop", rep.Options.Queues, connsOf(le, rep.Options), le.Capacity, le.Offered),
+			fmt.Sprintf("workload: %d queues, %d connections; capacity %.0f operations/s closed loop with no pass; offered %.0f/s open loop (%s)", rep.Options.Queues, connsOf(le, rep.Options), le.Capacity, le.Offered, offeredText(rep.Options)),
 			fmt.Sprintf("rate limits: %.0f rows/s and %.0f statements/s, a quarter of the first default pass's", le.MaxDeletes, le.MaxStatements),
 			"load average at the start of each repetition: " + strings.Join(le.Load, "; "),
 		}
@@ -117,6 +117,15 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 			}
 		}
 	}
+}
+
+// offeredText says what the phases were offered: a share of the capacity
+// measured, or the rate given, which wins.
+func offeredText(o LiveOptions) string {
+	if o.Rate > 0 {
+		return fmt.Sprintf("%.0f operations/s (--live-rate)", o.Rate)
+	}
+	return fmt.Sprintf("%.2g × capacity", o.Share)
 }
 
 func connsOf(le LiveEngine, o LiveOptions) int {

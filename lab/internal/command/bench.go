@@ -44,7 +44,8 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&lo.MinDuration, "live-duration", time.Minute, "--live-load: a phase runs passes until it has this much time of samples, or --live-samples")
 	fs.IntVar(&lo.MinSamples, "live-samples", 10_000, "--live-load: a phase runs passes until it has this many samples, or --live-duration")
 	fs.IntVar(&lo.Conns, "live-conns", 8, "--live-load: the workload's connections (SQLite: one)")
-	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: half the capacity measured)")
+	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: --live-share of the capacity measured); wins over --live-share")
+	fs.Float64Var(&lo.Share, "live-share", 0.5, "--live-load: the share of the capacity measured that is offered, 0 < F ≤ 1 (e.g. 0.8 for the issue's 80 % target)")
 	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, full")
 	fs.DurationVar(&lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
 	fs.StringArrayVar(&extra, "live-extra", nil, "--live-load: one more phase, a pass with these flags of the binary's \"What to delete\" and \"Pace and safety\" (e.g. '--task-batch-size 100 --pace full'); repeat for more")
@@ -82,6 +83,9 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	if live {
 		if lo.MinDuration <= 0 || lo.MinSamples <= 0 || lo.Conns <= 0 || lo.Rate < 0 || lo.CapacityFor <= 0 {
 			return usagef("--live-duration, --live-samples, --live-conns and --live-capacity-for must be positive, --live-rate not negative")
+		}
+		if !(lo.Share > 0 && lo.Share <= 1) { // also NaN
+			return usagef("--live-share must be within 0 < F ≤ 1, not %v", lo.Share)
 		}
 		if len(binaries) > 1 {
 			return usagef("--live-load measures one --binary at a time")
