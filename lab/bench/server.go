@@ -28,6 +28,11 @@ type server interface {
 	// copy makes database to an identical copy of from, which nothing
 	// else may be connected to, and returns its DSN.
 	copy(ctx context.Context, from, to string) (string, error)
+	// quiesce waits, within a bound, for the server to finish in the
+	// background what earlier rounds left it (dirty pages, purge), so a
+	// round's figures are not the last round's, and says what it waited
+	// for.
+	quiesce(ctx context.Context, name string) (string, error)
 	drop(ctx context.Context, name string) error
 	close() error
 }
@@ -72,6 +77,10 @@ func (s *sqliteServer) settle(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// quiesce has nothing to wait for: a copy is synced as it is made, and a
+// pass's writes are its own commits.
+func (s *sqliteServer) quiesce(context.Context, string) (string, error) { return "", nil }
 
 // copy copies the file, and its WAL if one is left, and syncs them, so
 // that writing the copy back does not fall into the measured pass.
@@ -199,6 +208,77 @@ func (s *sqlServer) settle(ctx context.Context, name string) error {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 		rows.Close()
+	}
+	return nil
+}
+
+// quiesceFor bounds how long quiesce waits for InnoDB's purge.
+const quiesceFor = 20 * time.Second
+
+// quiesce, on PostgreSQL, checkpoints: the last round's deletes and the
+// dropped copy are written out now, not by the checkpointer in the middle
+// of the next round. On MySQL, where a checkpoint cannot be asked for, it
+// flushes the copy's tables (FLUSH TABLES … FOR EXPORT writes their dirty
+// pages out; InnoDB's own flushing, at innodb_io_capacity and only while
+// the server is idle, left a third of the buffer pool dirty after a
+// minute), then waits up to quiesceFor for purge (history list at most
+// 1,000).
+func (s *sqlServer) quiesce(ctx context.Context, name string) (string, error) {
+	start := time.Now()
+	if s.e == sqlstore.Postgres {
+		if err := s.exec(ctx, "CHECKPOINT"); err != nil {
+			return "", fmt.Errorf("checkpoint: %w", err)
+		}
+		return fmt.Sprintf("checkpoint %s", time.Since(start).Round(time.Millisecond)), nil
+	}
+	if err := s.flushForExport(ctx, name); err != nil {
+		return "", err
+	}
+	flushed := time.Since(start).Round(100 * time.Millisecond)
+	for {
+		var (
+			k       string
+			history int64
+		)
+		err := s.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_history_list_length'").Scan(&k, &history)
+		if err != nil {
+			return "", fmt.Errorf("innodb history list: %w", err)
+		}
+		waited := time.Since(start).Round(100 * time.Millisecond)
+		if history <= 1000 || waited >= quiesceFor {
+			state := "purged"
+			if history > 1000 {
+				state = "NOT purged"
+			}
+			return fmt.Sprintf("tables flushed in %s, %s after %s (history list %d)", flushed, state, waited, history), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// flushForExport writes the dirty pages of database name's task tables
+// out: FLUSH TABLES … FOR EXPORT holds them read-locked until UNLOCK
+// TABLES, in the same session.
+func (s *sqlServer) flushForExport(ctx context.Context, name string) error {
+	conn, err := s.admin.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var ts []string
+	for _, t := range []string{"task_queues", "tasks", "task_queues_v2", "tasks_v2"} {
+		ts = append(ts, s.quote(name)+"."+t)
+	}
+	q := "FLUSH TABLES " + strings.Join(ts, ", ") + " FOR EXPORT"
+	if _, err := conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("%s: %w", q, err)
+	}
+	if _, err := conn.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+		return fmt.Errorf("unlock tables: %w", err)
 	}
 	return nil
 }
