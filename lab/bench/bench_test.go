@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -244,5 +245,55 @@ func TestLiveLoadSmoke(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "p99 ÷ no pass") {
 		t.Error("table without the p99 ratio")
+	}
+}
+
+// TestLiveLoadPgbench runs the live-load benchmark with the pgbench
+// workload on PostgreSQL, briefly: no pass, a default pass and a full
+// one. It checks that samples came back and that each round left the
+// pgbench queues and tasks whole (the rounds' row counts, and the
+// workload's own check of its range_ids and blobs), never how fast
+// anything was.
+func TestLiveLoadPgbench(t *testing.T) {
+	dsn := os.Getenv(testdb.EnvVar(sqlstore.Postgres))
+	if dsn == "" {
+		t.Skipf("set %s to run the pgbench workload", testdb.EnvVar(sqlstore.Postgres))
+	}
+	if _, err := exec.LookPath("pgbench"); err != nil {
+		t.Skipf("no pgbench to run: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.Postgres}, Postgres: dsn, Scale: 100, Binaries: []bench.Binary{{Path: exe}}, Self: exe, PassTimeout: time.Minute,
+		Env: append(os.Environ(), childVar+"=1"), Dir: t.TempDir(), Log: logWriter{t}}
+	lo := bench.LiveOptions{Workload: bench.WorkloadPgbench, MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, Queues: 8, CapacityFor: time.Second,
+		Phases: []bench.LivePhase{bench.LiveNone, bench.LiveDefault, bench.LiveFull}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.RunLive(ctx, o, lo)
+	if err != nil {
+		t.Fatalf("live load: %v", err)
+	}
+	var out bytes.Buffer
+	bench.PrintLive(&out, rep, true)
+	t.Logf("\n%s", out.String())
+	le := rep.Engines[0]
+	if le.Capacity <= 0 || len(le.Warnings) > 0 || len(le.Reps) != 1 || len(le.Reps[0]) != 3 {
+		t.Fatalf("capacity %.0f, warnings %q, %d repetitions", le.Capacity, le.Warnings, len(le.Reps))
+	}
+	for _, f := range le.Reps[0] {
+		switch {
+		case f.Err != nil:
+			t.Errorf("%s: %v", f.Phase, f.Err)
+		case f.Samples == 0 || f.P50 <= 0 || f.P99 < f.P50 || f.Max < f.P99 || f.Rate <= 0:
+			t.Errorf("%s: %d samples, p50 %s p99 %s max %s, %.0f ops/s", f.Phase, f.Samples, f.P50, f.P99, f.Max, f.Rate)
+		case f.Phase != bench.LiveNone && (f.Pass.TimedOut || f.Pass.Deleted.Tasks != le.Case.Tasks()):
+			t.Errorf("%s: the pass deleted %d tasks, want %d", f.Phase, f.Pass.Deleted.Tasks, le.Case.Tasks())
+		}
+	}
+	if !strings.Contains(out.String(), "pgbench workload offered 0.5 × capacity") {
+		t.Error("the table does not name the pgbench workload and its share")
 	}
 }

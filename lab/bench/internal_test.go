@@ -175,7 +175,7 @@ func TestOffered(t *testing.T) {
 			Capacity: 1000, Offered: lo.offered(1000), Reps: [][]LiveFigure{{{Phase: LiveNone, Samples: 10}}}}}}
 		var b strings.Builder
 		PrintLive(&b, rep, true)
-		if !strings.Contains(b.String(), "### postgres live load, all-expired 10×1k, "+tc.title) || !strings.Contains(b.String(), "open loop ("+strings.TrimPrefix(tc.title, "offered ")+")") {
+		if !strings.Contains(b.String(), "### postgres live load, all-expired 10×1k, lab workload "+tc.title) || !strings.Contains(b.String(), "open loop ("+strings.TrimPrefix(tc.title, "offered ")+")") {
 			t.Errorf("%s: the output does not say %q:\n%s", tc.name, tc.title, b.String())
 		}
 	}

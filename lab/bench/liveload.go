@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,6 +55,20 @@ func LivePhases() []LivePhase {
 	return []LivePhase{LiveNone, LiveDefault, LiveTemporal, LiveMaxDeletes, LiveMaxStatements, LiveFull}
 }
 
+// LiveWorkload names a workload of the live-load benchmark.
+type LiveWorkload string
+
+// The workloads.
+const (
+	// WorkloadLab is the lab's own: matching's statements (workload.go).
+	WorkloadLab LiveWorkload = "lab"
+	// WorkloadPgbench is PostgreSQL's pgbench running a script of lease,
+	// append and read on queues of its own (pgbench.go), shaped unlike
+	// the lab's, so that a pass's pace is not tuned to one workload.
+	// PostgreSQL only.
+	WorkloadPgbench LiveWorkload = "pgbench"
+)
+
 // LiveOptions configure RunLive; Options gives the engines, servers,
 // binary, scale, repeats and pass timeout.
 type LiveOptions struct {
@@ -76,6 +91,11 @@ type LiveOptions struct {
 	// Share is the share of the capacity measured that is offered when
 	// Rate is not set: 0 < Share ≤ 1. Default 0.5, half of it.
 	Share float64
+	// Workload is the workload beside the passes. Default WorkloadLab.
+	Workload LiveWorkload
+	// Pgbench is the pgbench executable of WorkloadPgbench, a path or a
+	// name looked up in PATH. Default "pgbench".
+	Pgbench string
 	// CapacityFor is how long the capacity is measured. Default 5s.
 	CapacityFor time.Duration
 	// Phases limits the run to these phases, in LivePhases' order; the
@@ -112,6 +132,12 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	if o.Share == 0 {
 		o.Share = 0.5
 	}
+	if o.Workload == "" {
+		o.Workload = WorkloadLab
+	}
+	if o.Pgbench == "" {
+		o.Pgbench = "pgbench"
+	}
 	return o
 }
 
@@ -120,7 +146,32 @@ func (o LiveOptions) check() error {
 	if !(o.Share > 0 && o.Share <= 1) { // also NaN
 		return fmt.Errorf("bench: the offered share of capacity is %v, want 0 < share ≤ 1", o.Share)
 	}
+	switch o.Workload {
+	case WorkloadLab:
+	case WorkloadPgbench:
+		if o.Queues > pgbenchMaxScripts {
+			// One script per queue, and pgbench takes at most 128.
+			return fmt.Errorf("bench: the pgbench workload has at most %d queues, not %d", pgbenchMaxScripts, o.Queues)
+		}
+	default:
+		return fmt.Errorf("bench: unknown workload %q: use %s or %s", o.Workload, WorkloadLab, WorkloadPgbench)
+	}
 	return nil
+}
+
+// checkPgbench refuses the pgbench workload on engines other than
+// PostgreSQL, and without a pgbench to run; it returns pgbench's path.
+func checkPgbench(engines []sqlstore.Engine, pgbench string) (string, error) {
+	for _, e := range engines {
+		if e != sqlstore.Postgres {
+			return "", fmt.Errorf("bench: the pgbench workload runs on PostgreSQL only, not %s", e)
+		}
+	}
+	path, err := exec.LookPath(pgbench)
+	if err != nil {
+		return "", fmt.Errorf("bench: the pgbench workload needs pgbench: %w", err)
+	}
+	return path, nil
 }
 
 // offered is the rate the phases offer: Rate if set, else Share of
@@ -211,6 +262,13 @@ func RunLive(ctx context.Context, o Options, lo LiveOptions) (*LiveReport, error
 	lo = lo.withDefaults()
 	if err := lo.check(); err != nil {
 		return nil, err
+	}
+	if lo.Workload == WorkloadPgbench {
+		path, err := checkPgbench(o.Engines, lo.Pgbench)
+		if err != nil {
+			return nil, err
+		}
+		lo.Pgbench = path
 	}
 	cases, err := selectCases([]string{lo.Case}, o.Scale)
 	if err != nil {
@@ -380,12 +438,37 @@ func (lr *liveRun) capacity(ctx context.Context, conns int) (float64, error) {
 	if q != "" {
 		lr.r.logf("%s live-load capacity: %s", lr.srv.engine(), q)
 	}
-	wl, err := openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns)
+	wl, err := lr.openLoad(ctx, dsn)
 	if err != nil {
 		return 0, err
 	}
 	defer wl.close()
 	return wl.capacity(ctx, conns, lr.lo.CapacityFor)
+}
+
+// liveLoad is a workload of the live-load benchmark on one copy: the
+// lab's own (workload.go) or pgbench's (pgbench.go).
+type liveLoad interface {
+	// capacity runs the workload closed loop for d, conns operations at a
+	// time, and returns the operations completed per second.
+	capacity(ctx context.Context, conns int, d time.Duration) (float64, error)
+	// start starts the workload open loop at rate operations per second.
+	// stop ends it and returns every operation due before it was called,
+	// each with its latency from when it was due, how many failed, and
+	// an error if any failed or the workload could not be read back.
+	start(ctx context.Context, rate float64) (stop func() ([]sample, int64, error), err error)
+	// rows is what the workload's queues hold by its own ledger, after
+	// stop: every row it wrote that a pass must keep.
+	rows() Rows
+	close() error
+}
+
+// openLoad creates the workload of the options on the copy at dsn.
+func (lr *liveRun) openLoad(ctx context.Context, dsn string) (liveLoad, error) {
+	if lr.lo.Workload == WorkloadPgbench {
+		return openPgbench(ctx, dsn, lr.lo, lr.r.o.Dir)
+	}
+	return openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns)
 }
 
 // figure measures one phase: rounds until it holds enough samples.
@@ -470,14 +553,15 @@ func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want 
 	if q != "" {
 		lr.r.logf("%s live-load %s: %s", lr.srv.engine(), ph, q)
 	}
-	wl, err := openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns)
+	wl, err := lr.openLoad(ctx, dsn)
 	if err != nil {
 		return nil, 0, res, 0, err
 	}
 	defer wl.close()
-	stop := make(chan struct{})
-	got := make(chan []sample, 1)
-	go func() { got <- wl.openLoop(ctx, lr.rate, 4*lr.lo.Conns, stop) }()
+	stop, err := wl.start(ctx, lr.rate)
+	if err != nil {
+		return nil, 0, res, 0, err
+	}
 	select {
 	case <-time.After(warmup):
 	case <-ctx.Done():
@@ -493,23 +577,21 @@ func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want 
 		res = lr.pass(ctx, dsn, args)
 	}
 	end := time.Now()
-	close(stop)
-	all := <-got
+	all, failed, werr := stop()
 	var ss []sample
 	for _, s := range all {
 		if !s.due.Before(start) && s.due.Before(end) {
 			ss = append(ss, s)
 		}
 	}
-	failed := wl.errs.Load()
 	if res.Err != nil {
 		return ss, end.Sub(start), res, failed, res.Err
 	}
 	if ctx.Err() != nil {
 		return ss, end.Sub(start), res, failed, ctx.Err()
 	}
-	if failed > 0 {
-		return ss, end.Sub(start), res, failed, fmt.Errorf("workload: %d operations failed, the first: %w", failed, wl.firstErr)
+	if werr != nil {
+		return ss, end.Sub(start), res, failed, werr
 	}
 	if !res.TimedOut {
 		// The pass deleted what it must and nothing of the workload's.
@@ -521,8 +603,9 @@ func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want 
 		if ph == LiveNone {
 			want = Rows{Tasks: lr.c.Tasks(), Queues: int64(lr.c.Queues)}
 		}
-		want.Tasks += wl.ledgerTasks()
-		want.Queues += int64(len(wl.queues))
+		own := wl.rows()
+		want.Tasks += own.Tasks
+		want.Queues += own.Queues
 		if left != want {
 			*warnings = append(*warnings, fmt.Sprintf("%s: the copy held %d tasks and %d queues after the round, want %d and %d", ph, left.Tasks, left.Queues, want.Tasks, want.Queues))
 		}

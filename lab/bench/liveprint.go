@@ -19,7 +19,7 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		title := fmt.Sprintf("%s live load, %s %s, offered %s", le.Engine, le.Case.Name, le.Case.Size(), offeredText(rep.Options))
+		title := fmt.Sprintf("%s live load, %s %s, %s workload offered %s", le.Engine, le.Case.Name, le.Case.Size(), rep.Options.Workload, offeredText(rep.Options))
 		if rep.Repeat > 1 {
 			title += fmt.Sprintf(", median of %d", rep.Repeat)
 		}
@@ -82,6 +82,10 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 				passRatio = ratio(wall, wall, 1)
 				p99Ratio = ratio(p99, p99, 0)
 			}
+			lockP99 := roundFine(pick(func(f LiveFigure) time.Duration { return f.LockP99 })).String()
+			if rep.Options.Workload == WorkloadPgbench {
+				lockP99 = "—" // pgbench times whole transactions only
+			}
 			status := ""
 			if failed {
 				status = " (failed)"
@@ -91,14 +95,19 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 				roundFine(pick(func(f LiveFigure) time.Duration { return f.P50 })).String(),
 				roundFine(pick(func(f LiveFigure) time.Duration { return f.P99 })).String(),
 				roundFine(pick(func(f LiveFigure) time.Duration { return f.Max })).String(),
-				roundFine(pick(func(f LiveFigure) time.Duration { return f.LockP99 })).String(),
+				lockP99,
 				fmt.Sprintf("%.0f", rates[(len(rates)-1)/2]),
 				p99Ratio, passTime, passRatio,
 			})
 		}
 		writeRows(w, liveColumns, rows, markdown)
+		wlNote := fmt.Sprintf("workload: %d queues, %d connections; capacity %.0f operations/s closed loop with no pass; offered %.0f/s open loop (%s)", rep.Options.Queues, connsOf(le, rep.Options), le.Capacity, le.Offered, offeredText(rep.Options))
+		if rep.Options.Workload == WorkloadPgbench {
+			wlNote = fmt.Sprintf("workload: pgbench, %d queues, %d clients; an operation is one transaction: read %d tasks of one queue, then lease another (SELECT … FOR UPDATE, UPDATE range_id) and append %d tasks; capacity %.0f transactions/s closed loop with no pass; offered %.0f/s open loop with --rate (%s), latency from the scheduled start (pgbench's log, schedule lag included)",
+				rep.Options.Queues, rep.Options.Conns, pgbenchRead, pgbenchAppend, le.Capacity, le.Offered, offeredText(rep.Options))
+		}
 		notes := []string{
-			fmt.Sprintf("workload: %d queues, %d connections; capacity %.0f operations/s closed loop with no pass; offered %.0f/s open loop (%s)", rep.Options.Queues, connsOf(le, rep.Options), le.Capacity, le.Offered, offeredText(rep.Options)),
+			wlNote,
 			fmt.Sprintf("rate limits: %.0f rows/s and %.0f statements/s, a quarter of the first default pass's", le.MaxDeletes, le.MaxStatements),
 			"load average at the start of each repetition: " + strings.Join(le.Load, "; "),
 		}

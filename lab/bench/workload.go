@@ -49,6 +49,8 @@ const (
 	opRead
 	opComplete
 	opUpdate
+	// opScript is one transaction of the pgbench workload (pgbench.go).
+	opScript
 )
 
 // opMix is the sequence of calls each workload queue goes through, over
@@ -91,6 +93,7 @@ func (q *wlQueue) tasks() int64 { return q.nextID - 1 - q.ack }
 type workload struct {
 	db     *sql.DB
 	engine sqlstore.Engine
+	conns  int
 	queues []*wlQueue
 	now    func() time.Time
 	// errs counts failed operations; firstErr keeps the first.
@@ -118,22 +121,31 @@ func openWorkload(ctx context.Context, dsn string, n, conns int) (*workload, err
 	if err != nil {
 		return nil, err
 	}
-	w := &workload{db: db, engine: engine, now: time.Now}
-	info := liveInfo(w.now())
+	w := &workload{db: db, engine: engine, conns: conns, now: time.Now}
 	for i := range n {
-		name := liveNamePrefix + "-" + strconv.Itoa(i)
-		info.Name = name
-		id := wire.QueueID(seed.DefaultNamespace, name, wire.TaskTypeActivity, 0)
-		q := &wlQueue{key: id, hash: int64(wire.RangeHash(id)), name: name, rangeID: 1, nextID: 1}
-		b := w.sql().w("INSERT INTO task_queues (range_hash, task_queue_id, range_id, data, data_encoding) VALUES (").
-			p(q.hash).w(", ").p(q.key).w(", ").p(q.rangeID).w(", ").p(wire.EncodeTaskQueueInfo(info)).w(", ").p(wire.EncodingProto3).w(")")
-		if _, err := db.ExecContext(ctx, b.String(), b.args...); err != nil {
+		q, err := createLiveQueue(ctx, db, engine, liveNamePrefix+"-"+strconv.Itoa(i), w.now())
+		if err != nil {
 			db.Close()
-			return nil, fmt.Errorf("workload: create queue %s: %w", name, err)
+			return nil, fmt.Errorf("workload: %w", err)
 		}
 		w.queues = append(w.queues, q)
 	}
 	return w, nil
+}
+
+// createLiveQueue inserts the row of a live queue named name, updated
+// now, at range_id 1, as a matching host that has just leased it.
+func createLiveQueue(ctx context.Context, db *sql.DB, engine sqlstore.Engine, name string, now time.Time) (*wlQueue, error) {
+	info := liveInfo(now)
+	info.Name = name
+	id := wire.QueueID(seed.DefaultNamespace, name, wire.TaskTypeActivity, 0)
+	q := &wlQueue{key: id, hash: int64(wire.RangeHash(id)), name: name, rangeID: 1, nextID: 1}
+	b := (&sqlBuf{engine: engine}).w("INSERT INTO task_queues (range_hash, task_queue_id, range_id, data, data_encoding) VALUES (").
+		p(q.hash).w(", ").p(q.key).w(", ").p(q.rangeID).w(", ").p(wire.EncodeTaskQueueInfo(info)).w(", ").p(wire.EncodingProto3).w(")")
+	if _, err := db.ExecContext(ctx, b.String(), b.args...); err != nil {
+		return nil, fmt.Errorf("create queue %s: %w", name, err)
+	}
+	return q, nil
 }
 
 func (w *workload) close() error { return w.db.Close() }
@@ -149,6 +161,27 @@ func liveInfo(now time.Time) wire.TaskQueueInfo {
 		LastUpdateTime: now,
 		Subqueues:      []wire.SubqueueInfo{{Priority: 3}},
 	}
+}
+
+// start runs openLoop at rate with 4×conns operations in flight at most.
+func (w *workload) start(ctx context.Context, rate float64) (func() ([]sample, int64, error), error) {
+	stop := make(chan struct{})
+	got := make(chan []sample, 1)
+	go func() { got <- w.openLoop(ctx, rate, 4*w.conns, stop) }()
+	return func() ([]sample, int64, error) {
+		close(stop)
+		all := <-got
+		failed := w.errs.Load()
+		if failed > 0 {
+			return all, failed, fmt.Errorf("workload: %d operations failed, the first: %w", failed, w.firstErr)
+		}
+		return all, 0, nil
+	}, nil
+}
+
+// rows is what the workload's queues hold by its ledger.
+func (w *workload) rows() Rows {
+	return Rows{Tasks: w.ledgerTasks(), Queues: int64(len(w.queues))}
 }
 
 // ledgerTasks is how many tasks the workload's queues hold by its ledger.
@@ -188,7 +221,7 @@ func (w *workload) do(ctx context.Context, i int, due time.Time) sample {
 }
 
 func (k opKind) String() string {
-	return [...]string{"lease", "append", "read", "complete", "update"}[k]
+	return [...]string{"lease", "append", "read", "complete", "update", "pgbench transaction"}[k]
 }
 
 func (w *workload) run(ctx context.Context, q *wlQueue, kind opKind) (time.Duration, error) {

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		phases, passFlagsText  string
 		extra                  []string
 		lo                     bench.LiveOptions
+		workload               string
 	)
 	fs := newFlags(e, "bench", "[flags]")
 	fs.StringArrayVar(&binaries, "binary", nil, "tqscavenger executable under test, as PATH or LABEL=PATH (e.g. old=/tmp/tqs-old); repeat to compare builds side by side (default: one built from the main module)")
@@ -46,6 +48,8 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&lo.Conns, "live-conns", 8, "--live-load: the workload's connections (SQLite: one)")
 	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: --live-share of the capacity measured); wins over --live-share")
 	fs.Float64Var(&lo.Share, "live-share", 0.5, "--live-load: the share of the capacity measured that is offered, 0 < F ≤ 1 (e.g. 0.8 for the issue's 80 % target)")
+	fs.StringVar(&workload, "live-workload", "lab", "--live-load: the workload beside the passes: lab (matching's statements) or pgbench (PostgreSQL only: pgbench with a script of lease, append and read on queues of its own)")
+	fs.StringVar(&lo.Pgbench, "pgbench", "pgbench", "--live-workload pgbench: the pgbench executable")
 	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, full")
 	fs.DurationVar(&lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
 	fs.StringArrayVar(&extra, "live-extra", nil, "--live-load: one more phase, a pass with these flags of the binary's \"What to delete\" and \"Pace and safety\" (e.g. '--task-batch-size 100 --pace full'); repeat for more")
@@ -86,6 +90,20 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		}
 		if !(lo.Share > 0 && lo.Share <= 1) { // also NaN
 			return usagef("--live-share must be within 0 < F ≤ 1, not %v", lo.Share)
+		}
+		switch lo.Workload = bench.LiveWorkload(workload); lo.Workload {
+		case bench.WorkloadLab:
+		case bench.WorkloadPgbench:
+			for _, en := range o.Engines {
+				if en != sqlstore.Postgres {
+					return usagef("--live-workload pgbench runs on PostgreSQL only: give --engines postgres (not %s)", en)
+				}
+			}
+			if _, err := exec.LookPath(lo.Pgbench); err != nil {
+				return usagef("--live-workload pgbench: --pgbench: %v", err)
+			}
+		default:
+			return usagef("--live-workload: unknown workload %q: use lab or pgbench", workload)
 		}
 		if len(binaries) > 1 {
 			return usagef("--live-load measures one --binary at a time")
