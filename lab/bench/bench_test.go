@@ -268,7 +268,7 @@ func TestLiveLoadPgbench(t *testing.T) {
 	}
 	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.Postgres}, Postgres: dsn, Scale: 100, Binaries: []bench.Binary{{Path: exe}}, Self: exe, PassTimeout: time.Minute,
 		Env: append(os.Environ(), childVar+"=1"), Dir: t.TempDir(), Log: logWriter{t}}
-	lo := bench.LiveOptions{Workload: bench.WorkloadPgbench, MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, Queues: 8, CapacityFor: time.Second,
+	lo := bench.LiveOptions{Workload: bench.WorkloadPgbench, MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, CapacityFor: time.Second, // 64 queues, as by default
 		Phases: []bench.LivePhase{bench.LiveNone, bench.LiveDefault, bench.LiveFull}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

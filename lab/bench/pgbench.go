@@ -221,14 +221,20 @@ var tpsLine = regexp.MustCompile(`(?m)^tps = ([0-9.]+) \(without initial connect
 // workload's and unused), for d rounded up to whole seconds.
 func (l *pgbenchLoad) capacity(ctx context.Context, _ int, d time.Duration) (float64, error) {
 	cmd := l.command(ctx, "-T", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-	var out, stderr stderrTail
+	// All of stdout: the tps line comes before a report per script,
+	// which with 64 scripts is longer than a tail.
+	var (
+		out    bytes.Buffer
+		stderr stderrTail
+	)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("pgbench: %w: %s", err, strings.TrimSpace(string(stderr.b)))
 	}
-	m := tpsLine.FindSubmatch(out.b)
+	m := tpsLine.FindSubmatch(out.Bytes())
 	if m == nil {
-		return 0, fmt.Errorf("pgbench: no tps in its output: %s", out.b)
+		head, _, _ := strings.Cut(out.String(), "SQL script")
+		return 0, fmt.Errorf("pgbench: no tps in its output: %s", strings.TrimSpace(head))
 	}
 	tps, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil || tps <= 0 {
