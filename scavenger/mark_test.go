@@ -54,7 +54,21 @@ func listKeys(t *testing.T, st store.Store, tb store.Table) []store.QueueKey {
 // checkpoint inside the page, then resumed from it, lists only the rows
 // after it and leaves the rows of a clean pass. On every engine.
 func TestCheckpointPerQueue(t *testing.T) {
+	for _, mode := range []scavenger.PaceMode{scavenger.PaceGentle, scavenger.PaceFull} {
+		t.Run(string(mode), func(t *testing.T) { testCheckpointPerQueue(t, mode) })
+	}
+}
+
+// testCheckpointPerQueue is TestCheckpointPerQueue at one pace: at
+// PaceFull a window's scan reads the whole page of queues at once, and its
+// deletes go out a batch at a time.
+func testCheckpointPerQueue(t *testing.T, mode scavenger.PaceMode) {
 	ctx := context.Background()
+	baseConfig := func() scavenger.Config {
+		cfg := baseConfig()
+		cfg.Mode = mode
+		return cfg
+	}
 	for _, e := range testdb.Engines {
 		t.Run(string(e), func(t *testing.T) {
 			t.Parallel()

@@ -47,13 +47,27 @@ func (p *pass) retry(ctx context.Context, op string, f func(ctx context.Context)
 // batcher, so a timed-out statement is retried smaller. At the batcher's
 // floor a timeout is no longer transient.
 func (p *pass) timed(ctx context.Context, op string, limit int, f func(ctx context.Context, size int) error) error {
+	return p.timedBatches(ctx, op, 1, limit, func(ctx context.Context, size, _ int) error { return f(ctx, size) })
+}
+
+// timedBatches is timed for a read of up to batches batch sizes: f is
+// given batches times the adaptive batch size (at most limit, if
+// limit > 0) and the batch size itself, for the statements its rows go
+// out in. At the batcher's floor it reads one batch, so that a read that
+// keeps timing out shrinks to the floor, where timed gives up, as a
+// batch does.
+func (p *pass) timedBatches(ctx context.Context, op string, batches, limit int, f func(ctx context.Context, size, batch int) error) error {
 	return p.attempt(ctx, op, true, func(ctx context.Context) (int, error) {
-		size := p.batch.size()
+		batch := p.batch.size()
+		size := batch
+		if int64(batch) > p.batch.floor {
+			size *= batches
+		}
 		if limit > 0 {
 			size = min(size, limit)
 		}
 		start := time.Now()
-		err := f(ctx, size)
+		err := f(ctx, size, batch)
 		p.batch.observe(time.Since(start), errors.Is(err, store.ErrStatementTimeout) || errors.Is(err, context.DeadlineExceeded))
 		return size, err
 	})

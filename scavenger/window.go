@@ -22,9 +22,10 @@ type windowJob struct {
 	pos    store.TaskPos
 	// qi is the first queue not yet behind the scan.
 	qi int
-	// size is this window's scan size: the pass's adaptive batch size,
-	// cut while most rows read are skipped (queues that stop at a live
-	// head), so such queues cost a short read each, as in Temporal.
+	// size is this window's scan size: the pass's adaptive batch size
+	// (fullScanBatches of them at PaceFull), cut while most rows read are
+	// skipped (queues that stop at a live head), so such queues cost a
+	// short read each, as in Temporal.
 	size int
 	// counted is how many of queues are counted as processed: those the
 	// scan has passed and whose deletes ran, so progress moves inside a
@@ -40,6 +41,27 @@ type windowJob struct {
 	// before a row until its delete has run, moves inside the window.
 	rowsDue []*queueJob
 	rowsAt  time.Time
+}
+
+// fullScanBatches is how many batches (Config.TaskBatchSize, as the
+// batch size adapts) one scan of a window reads at PaceFull; its deletes
+// still go out a batch at a time. It is the safe raw bound's ratio (lab
+// bench: reads of 10,000 rows, deletes of 1,000), and takes a pass over
+// queues of 1,000 expired tasks from a scan and a delete per queue (2.07
+// statements per queue against the bound's 1.14) to about one delete per
+// queue and a scan per ten. The gentle pace reads one batch per scan: its
+// lever is the batch size (yield.go), and a read ten times as long is a
+// burst ten times as long. A scan holds its rows in memory: at the
+// defaults, up to 10,000 tasks per worker.
+const fullScanBatches = 10
+
+// scanBatches is how many batches the next window scan reads, at the pace
+// in effect (Tune may change it during a pass).
+func (p *pass) scanBatches() int {
+	if p.tune.pace() == PaceFull {
+		return fullScanBatches
+	}
+	return 1
 }
 
 func (p *pass) newWindowJob(t store.Table, queues []*queueJob) *windowJob {
@@ -63,15 +85,29 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 	p := w.p
 	through := w.queues[len(w.queues)-1].key
 	for budget := p.cfg.TasksPerJob; budget > 0; {
+		// The pace is read per scan: Tune may change it mid-window.
+		batches := p.scanBatches()
 		if w.size == 0 {
-			w.size = p.batch.size()
+			w.size = batches * p.batch.size()
+		}
+		limit := w.size
+		if batches > 1 {
+			// A long scan stops at the job's budget, but reads at least
+			// the batch a scan of the gentle pace would.
+			limit = min(limit, max(budget, p.batch.size()))
 		}
 		var (
 			rows  []store.ScannedTask
 			batch int
+			plan  deletePlan
 		)
-		err := p.timed(ctx, "scan tasks", w.size, func(ctx context.Context, size int) (err error) {
+		err := p.timedBatches(ctx, "scan tasks", batches, limit, func(ctx context.Context, size, b int) (err error) {
 			batch = size
+			if batches > 1 {
+				// Its deletes go out a batch at a time, as one scan's
+				// do at the gentle pace.
+				plan.rowsPerDelete = b
+			}
 			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, size)
 			return err
 		})
@@ -83,7 +119,6 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		}
 		now := p.cfg.Now()
 		var (
-			plan    deletePlan
 			cur     *queueJob
 			skip    bool
 			curKey  store.QueueKey
@@ -137,7 +172,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		if skipped*2 > len(rows) {
 			w.size = max(16, batch/4)
 		} else {
-			w.size = min(p.batch.size(), batch*2)
+			w.size = min(batches*p.batch.size(), batch*2)
 		}
 		last := rows[len(rows)-1]
 		w.pos = store.TaskPos{Queue: last.Queue, Task: last.Key}
@@ -217,12 +252,21 @@ func (w *windowJob) settle(ctx context.Context, keep int) error {
 // deletePlan collects the deletable tasks of one scan batch as runs: a key
 // range per run in v1 (matching appends only above the ids it has used, so
 // a range read whole is exact), the keys themselves in v2 (a new task may
-// sort between old ones).
+// sort between old ones). With rowsPerDelete, the runs go out in
+// deletes of at most that many rows each (a longer run is cut in two:
+// each part is still a range of keys the scan read whole).
 type deletePlan struct {
 	table   store.Table
 	sets    []store.TaskSet
 	reasons []Reason
 	counts  []int64
+
+	// rowsPerDelete, if positive, bounds the rows of one delete;
+	// deletes[i] is the index in sets where delete i+1 starts, and
+	// rows how many rows the last delete has (its open run included).
+	rowsPerDelete int
+	deletes       []int
+	rows          int
 
 	run       []store.TaskKey
 	runQueue  store.QueueKey
@@ -234,8 +278,33 @@ func (d *deletePlan) add(t store.Table, owner *queueJob, q store.QueueKey, k sto
 	if len(d.run) > 0 && r != d.runReason {
 		d.endRun()
 	}
+	if d.rowsPerDelete > 0 && d.rows == d.rowsPerDelete {
+		d.endRun()
+		d.deletes = append(d.deletes, len(d.sets))
+		d.rows = 0
+	}
 	d.table, d.runQueue, d.runOwner, d.runReason = t, q, owner, r
 	d.run = append(d.run, k)
+	d.rows++
+}
+
+// each calls f with the sets of each delete, in order, and their first
+// index in sets, until f returns an error.
+func (d *deletePlan) each(f func(first int, sets []store.TaskSet) error) error {
+	first := 0
+	for i := 0; i <= len(d.deletes); i++ {
+		end := len(d.sets)
+		if i < len(d.deletes) {
+			end = d.deletes[i]
+		}
+		if end > first {
+			if err := f(first, d.sets[first:end]); err != nil {
+				return err
+			}
+		}
+		first = end
+	}
+	return nil
 }
 
 func (d *deletePlan) endRun() {
@@ -255,23 +324,30 @@ func (d *deletePlan) endRun() {
 	d.run = d.run[:0]
 }
 
-// delete runs the plan's deletes and counts them by reason.
+// delete runs the plan's deletes, one after the other, and counts each
+// by reason as it returns: a delete that fails leaves the counts of
+// those before it.
 func (w *windowJob) delete(ctx context.Context, d *deletePlan) error {
-	if len(d.sets) == 0 {
-		return nil
-	}
+	return d.each(func(first int, sets []store.TaskSet) error {
+		return w.deleteSets(ctx, sets, d.reasons[first:], d.counts[first:])
+	})
+}
+
+// deleteSets runs one delete of sets, planned for reasons and counts
+// (one of each per set), and counts what it deleted by reason.
+func (w *windowJob) deleteSets(ctx context.Context, sets []store.TaskSet, reasons []Reason, counts []int64) error {
 	planned := map[Reason]int64{}
 	var total int64
-	for i, n := range d.counts {
-		planned[d.reasons[i]] += n
-		total += n
+	for i := range sets {
+		planned[reasons[i]] += counts[i]
+		total += counts[i]
 	}
 	p := w.p
 	deleted := total
 	if !p.cfg.DryRun {
 		var err error
 		deleted, err = p.deleting(ctx, "delete tasks", total, &p.c.tasksUnknown, true, func(ctx context.Context) (int64, error) {
-			return p.st.DeleteTaskSets(ctx, w.table, d.sets)
+			return p.st.DeleteTaskSets(ctx, w.table, sets)
 		})
 		if err != nil {
 			p.c.deleted(w.table, ReasonExpired, deleted)
