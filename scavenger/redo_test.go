@@ -94,20 +94,6 @@ func covered(cp scavenger.Checkpoint, before map[store.Table][]store.QueueKey) i
 // the position stays before the held queue: every queue the other
 // workers finished was redone.
 func TestResumeRedoesAtMostOneQueue(t *testing.T) {
-	for _, mode := range []scavenger.PaceMode{scavenger.PaceGentle, scavenger.PaceFull} {
-		t.Run(string(mode), func(t *testing.T) { testResumeRedoesAtMostOneQueue(t, mode) })
-	}
-}
-
-// testResumeRedoesAtMostOneQueue is TestResumeRedoesAtMostOneQueue at one
-// pace: at PaceFull a window scans ten batches at once and deletes them
-// one after the other.
-func testResumeRedoesAtMostOneQueue(t *testing.T, mode scavenger.PaceMode) {
-	base := func() scavenger.Config {
-		cfg := baseConfig()
-		cfg.Mode = mode
-		return cfg
-	}
 	ctx := context.Background()
 	seedIt := func(db *sqlstore.DB) {
 		for _, s := range []seed.Spec{
@@ -124,7 +110,7 @@ func testResumeRedoesAtMostOneQueue(t *testing.T, mode scavenger.PaceMode) {
 	}
 	clean := testdb.Open(t, sqlstore.SQLite)
 	seedIt(clean)
-	if _, err := scavenger.New(clean, base()).Run(ctx); err != nil {
+	if _, err := scavenger.New(clean, baseConfig()).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := digest(t, clean)
@@ -145,7 +131,7 @@ func testResumeRedoesAtMostOneQueue(t *testing.T, mode scavenger.PaceMode) {
 		worst int64
 		s     *scavenger.Scavenger
 	)
-	cfg := base()
+	cfg := baseConfig()
 	cfg.Workers = 4
 	cfg.CheckpointInterval = 1 // every advance
 	// The pass is stopped once it processed 12 queues, all while the
@@ -195,7 +181,7 @@ func testResumeRedoesAtMostOneQueue(t *testing.T, mode scavenger.PaceMode) {
 	// rows left then): a retry from it redoes none of them. A checkpoint
 	// written while the listing skips a page's rows of the finished runs
 	// must hold them as finished already.
-	cfg = base()
+	cfg = baseConfig()
 	cfg.Workers = 4
 	cfg.Resume = final // none: from the start
 	log2 := &processedLog{keys: map[string]int{}}
@@ -242,7 +228,7 @@ func testResumeRedoesAtMostOneQueue(t *testing.T, mode scavenger.PaceMode) {
 	db = testdb.Open(t, sqlstore.SQLite)
 	seedIt(db)
 	worst = 0
-	cfg = base()
+	cfg = baseConfig()
 	cfg.Workers = 4
 	cfg.TaskBatchSize = 64 // several scans per window, rows deleted between
 	cfg.CheckpointInterval = 1

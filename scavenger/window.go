@@ -100,15 +100,27 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 			rows  []store.ScannedTask
 			batch int
 			plan  deletePlan
+			// more: rows lie past this scan's.
+			more bool
 		)
 		err := p.timedBatches(ctx, "scan tasks", batches, limit, func(ctx context.Context, size, b int) (err error) {
 			batch = size
+			ask := size
 			if batches > 1 {
 				// Its deletes go out a batch at a time, as one scan's
-				// do at the gentle pace.
+				// do at the gentle pace. One row more tells whether the
+				// window goes on, so a window whose rows end with a
+				// scan (a page of small queues read whole) costs no
+				// empty scan after it; that row is read again by the
+				// next scan.
 				plan.rowsPerDelete = b
+				ask = size + 1
 			}
-			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, size)
+			rows, err = p.st.ScanTasks(ctx, w.table, w.pos, through, ask)
+			if err == nil {
+				more = len(rows) >= ask
+				rows = rows[:min(len(rows), size)]
+			}
 			return err
 		})
 		if err != nil {
@@ -158,7 +170,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		if err := w.startDelete(ctx, &plan); err != nil {
 			return w.fail(ctx, "delete tasks", err)
 		}
-		if len(rows) < batch {
+		if !more {
 			if err := w.settle(ctx, 0); err != nil {
 				return w.fail(ctx, "delete tasks", err)
 			}
