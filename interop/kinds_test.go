@@ -115,16 +115,39 @@ const (
 // SQL store's error texts.
 var reTaskTables = regexp.MustCompile(`\b(CreateTasks|GetTasks|CompleteTasksLessThan|CompleteTask|CreateTaskQueue|UpdateTaskQueue|GetTaskQueue|ListTaskQueue|DeleteTaskQueue|get-tasks|complete-tasks?|complete-tasks-less-than|create-task|update-task-queue|stop-task-queue)\b|Failed to lock task queue`)
 
+// pqCancelled is PostgreSQL's error for a statement cancelled at the
+// client's request (SQLSTATE 57014), as lib/pq, which Temporal's
+// postgresql plugin uses, reports a context that ended mid-statement.
+const pqCancelled = "pq: canceling statement due to user request"
+
+// reLockFreeRead names matching's persistence calls that are plain SELECTs
+// on the task tables: they take no lock and wait on none.
+var reLockFreeRead = regexp.MustCompile(`\b(GetTaskQueue|GetTasks|ListTaskQueue|get-tasks)\b`)
+
 // logKind is a log line's kind (op: the line's persistence operation
 // fields, if any). A call that timed out is told apart by whether it was a
 // persistence call on the task tables (tqscavenger's locks could make it
 // wait: compared strictly) or anything else (an RPC between Temporal's
 // services, a poll, another table: noise under load, reported).
 func logKind(level, msg, err, op string) string {
+	call := op + " " + msg + " " + err
 	switch {
 	case strings.HasSuffix(err, "context canceled"):
 		return kindCancelled
-	case strings.Contains(err, "context deadline exceeded") && reTaskTables.MatchString(op+" "+msg+" "+err):
+	case strings.Contains(err, pqCancelled) && reTaskTables.MatchString(call) && !reLockFreeRead.MatchString(call):
+		// lib/pq reports a call whose context ended while PostgreSQL ran
+		// it with the server's cancel error, whether the context was
+		// cancelled or past its deadline: on a call that can wait on a
+		// lock, it may be a timeout, compared strictly.
+		return kindTaskTableTO
+	case strings.Contains(err, pqCancelled):
+		// A lock-free read (matching's GetTaskQueue and GetTasks are
+		// plain SELECTs, run under a poll's context that its end
+		// cancels) or a call on another table: no tqscavenger lock makes
+		// either wait, so it is a call cancelled, as context canceled is
+		// when the cancel comes before the statement is sent.
+		return kindCancelled
+	case strings.Contains(err, "context deadline exceeded") && reTaskTables.MatchString(call):
 		return kindTaskTableTO
 	case strings.Contains(err, "context deadline exceeded"):
 		return kindTimedOut
@@ -354,6 +377,19 @@ func TestKindClassification(t *testing.T) {
 	}
 	if got := logKind("error", "Operation failed with internal error.", "UpdateTaskQueue operation failed. Error: context deadline exceeded", "UpdateTaskQueue"); got != kindTaskTableTO {
 		t.Errorf("a timed-out UpdateTaskQueue is %q, want %q", got, kindTaskTableTO)
+	}
+	// lib/pq's cancel error: a call cancelled on a lock-free read or
+	// another table, a possible timeout on a call that can wait on a lock.
+	for _, c := range []struct{ msg, err, op, want string }{
+		{"Operation failed with internal error.", "GetTaskQueue operation failed. Failed to check if task queue /_sys/act-03/2 of type Activity existed. Error: pq: canceling statement due to user request", "", kindCancelled},
+		{"Persistent store operation failure", "GetTasks operation failed. Failed to get rows. Error: pq: canceling statement due to user request", "get-tasks", kindCancelled},
+		{"Operation failed with internal error.", "UpdateTaskQueue operation failed. Failed to lock task queue. Error: pq: canceling statement due to user request", "UpdateTaskQueue", kindTaskTableTO},
+		{"Persistent store operation failure", "CreateTasks operation failed. Error: pq: canceling statement due to user request", "create-task", kindTaskTableTO},
+		{"Operation failed with internal error.", "GetWorkflowExecution: failed. Error: pq: canceling statement due to user request", "GetWorkflowExecution", kindCancelled},
+	} {
+		if got := logKind("error", c.msg, c.err, c.op); got != c.want {
+			t.Errorf("logKind(%q, op %q) = %q, want %q", c.err, c.op, got, c.want)
+		}
 	}
 	for k, cond := range map[string]bool{
 		kindTakeoverMetric: true,
