@@ -89,6 +89,45 @@ func (s *DB) exec(ctx context.Context, q string, args []any) (int64, error) {
 	return res.RowsAffected()
 }
 
+// execIsolated runs one write in a transaction of its own at isolation
+// iso, or, with iso sql.LevelDefault, as exec does (its own autocommit).
+// It is for a write whose safety rests on the locks of an isolation the
+// session does not have: the orphan delete on MySQL (see
+// dialect.orphanIsolation). An error before the commit changed nothing;
+// the commit's may have taken effect (txError).
+func (s *DB) execIsolated(ctx context.Context, iso sql.IsolationLevel, q string, args []any) (_ int64, err error) {
+	if iso == sql.LevelDefault {
+		return s.exec(ctx, q, args)
+	}
+	committing := false
+	defer func() {
+		if err != nil {
+			err = &txError{err: err, commit: committing}
+		}
+	}()
+	s.statements.Add(1)
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: iso})
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback() // sql.ErrTxDone after a commit
+	s.statements.Add(1)
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	s.statements.Add(1)
+	committing = true
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // timeoutCause is the cause of a statement context that ran out of the
 // store's own bound (Options.StatementTimeout, or startupTimeout). It is
 // how wrap tells that timeout, which is transient, from the caller's own

@@ -39,9 +39,10 @@ var mysqlDialect = &dialect{
 			w(" ORDER BY ", orderBy(t), " LIMIT ").p(limit)
 		return deleteForm{stmt: b.String(), args: b.args}
 	},
-	forUpdate: " FOR UPDATE",
-	classify:  classifyMySQL,
-	lost:      mysqlLost,
+	forUpdate:       " FOR UPDATE",
+	orphanIsolation: sql.LevelRepeatableRead,
+	classify:        classifyMySQL,
+	lost:            mysqlLost,
 	denied: func(err error) bool {
 		var me *mysql.MySQLError
 		return errors.As(err, &me) && (me.Number == 1142 || me.Number == 1143) // table, column access denied

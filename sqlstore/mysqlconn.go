@@ -1,5 +1,5 @@
-// This file owns the MySQL connector that stops a cancelled write on the
-// server.
+// This file owns the MySQL connector: it sets each session's isolation
+// and stops a cancelled write on the server.
 
 package sqlstore
 
@@ -48,7 +48,44 @@ func (c *killConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, notSentError{fmt.Errorf("read the connection id: %w", err)}
 	}
+	if err := connExec(ctx, conn, sessionIsolation); err != nil {
+		conn.Close()
+		return nil, notSentError{fmt.Errorf("set the session's isolation: %w", err)}
+	}
 	return &killConn{conn: conn, id: id, killer: c.killer}, nil
+}
+
+// sessionIsolation is the isolation of every session: READ COMMITTED, as
+// Temporal's own sessions on MySQL (its connect attributes). A task range
+// delete then locks only the rows it deletes; under REPEATABLE READ,
+// InnoDB's default, it also locks the gap after them, which is where
+// matching appends a queue's new tasks (a drained queue's next insert
+// waits for the delete's commit). The statements whose safety needs
+// REPEATABLE READ's locks run in transactions that ask for it (the queue
+// range lock, the orphan delete: DB.execIsolated), whatever the DSN or
+// the server's default. The standard syntax works on MySQL and MariaDB
+// alike (the variable is tx_isolation on MariaDB, transaction_isolation
+// on MySQL 8).
+const sessionIsolation = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+
+// connExec runs query, which takes no parameters, on a new connection.
+func connExec(ctx context.Context, conn driver.Conn, query string) error {
+	if e, ok := conn.(driver.ExecerContext); ok {
+		_, err := e.ExecContext(ctx, query, nil)
+		if !errors.Is(err, driver.ErrSkip) {
+			return err
+		}
+	}
+	st, err := conn.Prepare(query)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if e, ok := st.(driver.StmtExecContext); ok {
+		_, err = e.ExecContext(ctx, nil)
+		return err
+	}
+	return fmt.Errorf("driver statement %T cannot execute with a context", st)
 }
 
 func connectionID(ctx context.Context, conn driver.Conn) (uint64, error) {

@@ -158,7 +158,7 @@ func (s *DB) DeleteOrphanTasks(ctx context.Context, t store.Table, q store.Queue
 			b.w(" AND NOT EXISTS (SELECT 1 FROM ", queueTable(t), " WHERE range_hash = ").p(int64(p.RangeHash)).
 				w(" AND task_queue_id = ").p(p.ID).w(")")
 		}
-		d, err := s.exec(ctx, b.String(), b.args)
+		d, err := s.execIsolated(ctx, s.d.orphanIsolation, b.String(), b.args)
 		total += d
 		if err != nil {
 			return total, s.wrapWrite(ctx, "delete orphans of "+taskTable(t), err)
