@@ -35,8 +35,12 @@ func TestMySQLSessionIsolation(t *testing.T) {
 			}
 			db := testdb.OpenDSN(t, u.String())
 			var iso string
-			if err := db.SQL().QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&iso); err != nil {
-				t.Fatal(err)
+			// MySQL 8 names the variable transaction_isolation; MariaDB
+			// before 11.1, tx_isolation.
+			if err := db.SQL().QueryRowContext(ctx, "SELECT @@transaction_isolation").Scan(&iso); err != nil {
+				if err := db.SQL().QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&iso); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if iso != "READ-COMMITTED" {
 				t.Errorf("session isolation %s, want READ-COMMITTED", iso)
