@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 
 	"github.com/tqscavenger/tqscavenger/sqlstore"
@@ -24,9 +25,55 @@ func openSQL(ctx context.Context, dsn string, opts sqlstore.Options) (*sql.DB, s
 
 // openSQLDSN is openSQL for a parsed DSN.
 func openSQLDSN(ctx context.Context, d sqlstore.DSN, opts sqlstore.Options) (*sql.DB, error) {
+	return openConnector(ctx, d, opts, nil)
+}
+
+// openMatchingSQL is openSQL for the live workload, whose sessions are
+// matching's: on MySQL they read committed, as Temporal's own sessions do
+// (tx_isolation or transaction_isolation in its connect attributes), not
+// at the server's default, repeatable read, whose gap locks Temporal's
+// statements never take.
+func openMatchingSQL(ctx context.Context, dsn string, opts sqlstore.Options) (*sql.DB, sqlstore.Engine, error) {
+	d, err := sqlstore.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	var wrap func(driver.Connector) driver.Connector
+	if d.Engine == sqlstore.MySQL {
+		wrap = func(c driver.Connector) driver.Connector { return readCommitted{c} }
+	}
+	db, err := openConnector(ctx, d, opts, wrap)
+	return db, d.Engine, err
+}
+
+// readCommitted is a MySQL connector whose sessions read committed.
+type readCommitted struct{ driver.Connector }
+
+func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("MySQL driver connection %T cannot execute a statement", conn)
+	}
+	if _, err := e.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("set the session's isolation: %w", err)
+	}
+	return conn, nil
+}
+
+// openConnector opens a pool on d's connector, wrapped by wrap if not nil.
+func openConnector(ctx context.Context, d sqlstore.DSN, opts sqlstore.Options, wrap func(driver.Connector) driver.Connector) (*sql.DB, error) {
 	c, err := sqlstore.Connector(d, opts)
 	if err != nil {
 		return nil, err
+	}
+	if wrap != nil {
+		c = wrap(c)
 	}
 	db := sql.OpenDB(c)
 	switch {

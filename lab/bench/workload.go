@@ -117,7 +117,7 @@ type sample struct {
 // openWorkload opens a pool of conns connections (SQLite: one, as Temporal
 // keeps) to dsn and creates n queues.
 func openWorkload(ctx context.Context, dsn string, n, conns int) (*workload, error) {
-	db, engine, err := openSQL(ctx, dsn, sqlstore.Options{MaxConns: conns, BusyTimeout: time.Minute})
+	db, engine, err := openMatchingSQL(ctx, dsn, sqlstore.Options{MaxConns: conns, BusyTimeout: time.Minute})
 	if err != nil {
 		return nil, err
 	}
