@@ -186,10 +186,19 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // setFull sets the pace, and wakes the statements waiting for a slot so
-// that they see it.
+// that they see it. Full pace lifts the cap on batch sizes that gentle
+// set (its next batch is as large as the batcher allows); back at gentle,
+// the cap is where gentle left it.
 func (y *yielder) setFull(full bool) {
 	y.mu.Lock()
 	y.full = full
+	if y.batch != nil {
+		if full {
+			y.batch.setCap(0)
+		} else {
+			y.batch.setCap(y.batchCap)
+		}
+	}
 	y.slot.Broadcast()
 	y.mu.Unlock()
 }

@@ -59,6 +59,38 @@ func TestYielderAIMD(t *testing.T) {
 	}
 }
 
+// TestYielderPaceSwitchBatchCap: the batch cap gentle set while backing
+// off does not outlive a switch to full pace, and comes back with gentle.
+func TestYielderPaceSwitchBatchCap(t *testing.T) {
+	ms := time.Millisecond
+	b := newBatcher(1000, time.Second)
+	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2, TaskBatchSize: 1000}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, nil)
+	y.batch = b
+	for _, lat := range []time.Duration{10 * ms, 30 * ms, 30 * ms, 30 * ms} { // a baseline, then three back-offs
+		for range yieldSamples {
+			y.observe("ScanTasks", 100, lat, false)
+		}
+	}
+	gentle := b.size()
+	if gentle >= 1000 {
+		t.Fatalf("after backing off the batch size is %d, want below 1000", gentle)
+	}
+	for _, c := range []struct {
+		name string
+		full bool
+		want int
+	}{
+		{"full: no cap", true, 1000},
+		{"gentle again: its cap", false, gentle},
+		{"full again", true, 1000},
+	} {
+		y.setFull(c.full)
+		if got := b.size(); got != c.want {
+			t.Errorf("%s: batch size %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
 func bitsLen(n int) int {
 	k := 0
 	for ; n > 0; n >>= 1 {
