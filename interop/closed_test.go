@@ -385,11 +385,11 @@ func closedLive(t *testing.T, s settings, engine string) {
 	// Temporal's error kinds in the rule's phase against the control's:
 	// none may appear that the control lacks (noise aside: cancelled
 	// polls, timed-out RPCs, lost connections, as the main suite).
-	_, ctlKinds, _, err := logKinds(ctlWin, ts.stops, ts.logPaths...)
+	_, ctlKinds, _, _, err := logKinds(ctlWin, ts.stops, ts.logPaths...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ruleKinds, _, err := logKinds(ruleWin, ts.stops, ts.logPaths...)
+	_, ruleKinds, _, _, err := logKinds(ruleWin, ts.stops, ts.logPaths...)
 	if err != nil {
 		t.Fatal(err)
 	}

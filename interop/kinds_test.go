@@ -42,13 +42,18 @@ func normalize(s string) string {
 // logKinds reads Temporal's JSON logs (one per server run, stops[i] when
 // run i was sent SIGTERM): the kinds of the lines outside the window, inside
 // it, and during a shutdown.
-func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside, inside, shutdown kinds, err error) {
+//
+// queueStops counts the physical queues matching stopped, for any cause
+// (its info line "Stopped physicalTaskQueueManager"): the lines that tell a
+// queue-manager condition failure's cause (see kindConflictStop) are there
+// to read only when this is not zero. A stop for a conflict is also a kind.
+func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside, inside, shutdown kinds, queueStops int, err error) {
 	outside, inside, shutdown = kinds{}, kinds{}, kinds{}
 	masked := map[string]string{}
 	for i, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, 0, err
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 4<<20), 4<<20)
@@ -59,6 +64,7 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 				TS               time.Time `json:"ts"`
 				Operation        string    `json:"operation"`       // a persistence call's (Temporal's metrics wrapper)
 				StoreOperation   string    `json:"store-operation"` // matching's name of the persistence call
+				Cause            string    `json:"cause"`           // why matching stopped a physical queue
 			}
 			if json.Unmarshal(sc.Bytes(), &l) != nil {
 				continue
@@ -72,9 +78,6 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 			if m := reMasked.FindStringSubmatch(l.Error); m != nil && masked[m[1]] != "" {
 				l.Error = "masked: " + masked[m[1]]
 			}
-			if l.Level != "error" && l.Level != "warn" && l.Level != "dpanic" && l.Level != "panic" && l.Level != "fatal" {
-				continue
-			}
 			k := outside
 			switch {
 			case i < len(stops) && !l.TS.Before(stops[i]):
@@ -82,14 +85,24 @@ func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside,
 			case !l.TS.Before(window[0]) && !l.TS.After(window[1]):
 				k = inside
 			}
+			if l.Msg == "Stopped physicalTaskQueueManager" {
+				queueStops++
+				if l.Cause == "Conflict" {
+					k[kindConflictStop]++
+				}
+				continue
+			}
+			if l.Level != "error" && l.Level != "warn" && l.Level != "dpanic" && l.Level != "panic" && l.Level != "fatal" {
+				continue
+			}
 			k[logKind(l.Level, l.Msg, l.Error, l.Operation+" "+l.StoreOperation)]++
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, 0, err
 		}
 	}
-	return outside, inside, shutdown, nil
+	return outside, inside, shutdown, queueStops, nil
 }
 
 // The transient families: one kind each, whatever the call and level, as
@@ -107,7 +120,24 @@ const (
 	// a lock), except in phase 3, where tqscavenger does not run and the
 	// fairness change makes matching unload, cancelling its calls.
 	kindTxDone = "log: (a call's context ended inside its transaction) | sql: transaction has already been committed or rolled back"
+	// kindConflictStop: a loaded queue that matching stopped because one
+	// of its writes was refused on its row's condition (range_id moved, or
+	// the row gone): the cause "Conflict" of its info line "Stopped
+	// physicalTaskQueueManager". Its stop is logged once, with the first
+	// cause (a queue that failed to take its row over stops with
+	// "InitError"), so each is one loaded queue that lost its row.
+	kindConflictStop = "log: (a loaded queue stopped: a write of its row was refused) | Stopped physicalTaskQueueManager, cause Conflict"
 )
+
+// kindQueueMgrPrefix begins matching's count of condition failures its
+// queue managers met (condition_failed_errors, operation TaskQueueMgr). It
+// counts a refused write of a loaded queue's row, and as much every task
+// spooled into a queue already stopping for any cause, which Temporal fails
+// with a ConditionFailedError of its own ("task queue shutting down") and
+// no database write: so after a takeover that met a deleted row (cause
+// InitError) or a queue's idle unload, with tasks arriving, it counts
+// without any row refused. Which of the two it was, kindConflictStop tells.
+const kindQueueMgrPrefix = "metric condition_failed_errors{operation=TaskQueueMgr,"
 
 // reTaskTables names the persistence calls on the four tables tqscavenger
 // deletes from (task_queues, task_queues_v2, tasks, tasks_v2), by
@@ -313,12 +343,15 @@ func TestKindClassification(t *testing.T) {
 		`{"level":"warn","ts":"2026-12-01T10:00:30.000Z","msg":"Failed to sync state after drain completion","error":"Task queue does not exists"}`,
 		`{"level":"error","ts":"2026-12-01T10:00:40.000Z","msg":"service failures","error":"Task queue does not exists"}`,
 		`{"level":"info","ts":"2026-12-01T10:00:41.000Z","msg":"Started physicalTaskQueueManager"}`,
+		`{"level":"info","ts":"2026-12-01T10:00:20.000Z","msg":"Stopped physicalTaskQueueManager","component":"matching-engine","lifecycle":"Stopped","cause":"Conflict"}`,
+		`{"level":"info","ts":"2026-12-01T10:00:21.000Z","msg":"Stopped physicalTaskQueueManager","component":"matching-engine","lifecycle":"Stopped","cause":"InitError"}`,
+		`{"level":"info","ts":"2026-12-01T10:00:42.000Z","msg":"Stopped physicalTaskQueueManager","component":"matching-engine","lifecycle":"Stopped","cause":"ShuttingDown"}`,
 	}
 	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	out, in, shut, err := logKinds([2]time.Time{t0, t0.Add(10 * time.Second)}, []time.Time{t0.Add(35 * time.Second)}, p)
+	out, in, shut, stops, err := logKinds([2]time.Time{t0, t0.Add(10 * time.Second)}, []time.Time{t0.Add(35 * time.Second)}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +365,11 @@ func TestKindClassification(t *testing.T) {
 	if fmt.Sprint(in) != fmt.Sprint(want) {
 		t.Errorf("window kinds:\n got %v\nwant %v", in, want)
 	}
-	if len(out) != 1 || out["log warn: Failed to sync state after drain completion | Task queue does not exists"] != 1 {
+	if len(out) != 2 || out["log warn: Failed to sync state after drain completion | Task queue does not exists"] != 1 || out[kindConflictStop] != 1 {
 		t.Errorf("outside kinds: %v", out)
+	}
+	if stops != 3 {
+		t.Errorf("queue stops read: %d, want 3 (Conflict, InitError, ShuttingDown)", stops)
 	}
 	if len(shut) != 1 || shut["log error: service failures | Task queue does not exists"] != 1 {
 		t.Errorf("shutdown kinds: %v", shut)
@@ -426,21 +462,27 @@ func TestCompareQueueRowConditions(t *testing.T) {
 		p2Deleted         int64
 		inPhase3          int
 		wantFail, wantRep bool
+		queueStops        int // 0: the stops' log lines were not read
 	}{
-		{"phase 1, no queue deleted", mgr, 0, 0, 0, 0, false, true},
-		{"phase 1, queues deleted", mgr, 3, 0, 0, 0, true, false},
-		{"phase 2, loaded queue", mgr, 0, 1, 10, 0, true, false},
-		{"phase 2 takeover within the deletes", kindTakeoverMetric, 0, 1, 10, 0, false, false},
-		{"phase 2 takeovers beyond the deletes", kindTakeoverMetric, 0, 1, 0, 0, true, false},
-		{"phase 3, the fairness flip", mgr, 0, 1, 10, 1, false, true},
-		{"phase 2 and phase 3", mgr, 0, 2, 10, 1, true, false},
-		{"transaction ended, phase 2", kindTxDone, 0, 1, 10, 0, true, false},
-		{"transaction ended, phase 3", kindTxDone, 0, 1, 10, 1, false, true},
+		{"phase 1, no queue deleted", mgr, 0, 0, 0, 0, false, true, 0},
+		{"phase 1, queues deleted", mgr, 3, 0, 0, 0, true, false, 0},
+		{"phase 2, loaded queue, the stops unread", mgr, 0, 1, 10, 0, true, false, 0},
+		{"phase 2, queue managers' count, the stops read", mgr, 0, 1, 10, 0, false, true, 40},
+		{"phase 1, queues deleted, the stops read", mgr, 3, 0, 0, 0, false, true, 40},
+		{"phase 2 takeover within the deletes", kindTakeoverMetric, 0, 1, 10, 0, false, false, 0},
+		{"phase 2 takeovers beyond the deletes", kindTakeoverMetric, 0, 1, 0, 0, true, false, 0},
+		{"phase 3, the fairness flip", mgr, 0, 1, 10, 1, false, true, 0},
+		{"phase 2 and phase 3", mgr, 0, 2, 10, 1, true, false, 0},
+		{"transaction ended, phase 2", kindTxDone, 0, 1, 10, 0, true, false, 0},
+		{"transaction ended, phase 3", kindTxDone, 0, 1, 10, 1, false, true, 0},
+		{"loaded queue stopped for a conflict, phase 2", kindConflictStop, 0, 1, 10, 0, true, false, 40},
+		{"loaded queue stopped for a conflict, phase 3", kindConflictStop, 0, 1, 10, 1, false, true, 40},
+		{"loaded queue stopped for a conflict, phase 1, queues deleted", kindConflictStop, 3, 0, 0, 0, true, false, 40},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := &report{cfg: runConfig{engine: "postgres", kind: realServe},
 				kinds: kinds{c.kind: max(1, c.inPhase2)}, windowKinds: kinds{}, phase2Kinds: kinds{},
-				p1: counts{QueuesDeleted: c.p1Deleted}, p2: counts{QueuesDeleted: c.p2Deleted}}
+				p1: counts{QueuesDeleted: c.p1Deleted}, p2: counts{QueuesDeleted: c.p2Deleted}, queueStops: c.queueStops}
 			if c.inPhase2 > 0 {
 				rep.phase2Kinds[c.kind] = c.inPhase2
 			}
@@ -451,8 +493,8 @@ func TestCompareQueueRowConditions(t *testing.T) {
 			if (len(rep.problems) > 0) != c.wantFail {
 				t.Errorf("problems %q, want failed %t", rep.problems, c.wantFail)
 			}
-			if (rep.unattributed[c.kind] > 0) != c.wantRep {
-				t.Errorf("unattributed %v, want reported %t", rep.unattributed, c.wantRep)
+			if (rep.unattributed[c.kind]+rep.stoppingSpools[c.kind] > 0) != c.wantRep {
+				t.Errorf("unattributed %v, stopping spools %v, want reported %t", rep.unattributed, rep.stoppingSpools, c.wantRep)
 			}
 		})
 	}

@@ -86,6 +86,8 @@ type report struct {
 	takeoverRaces          kinds     // phase 2 kinds beyond the control's that are matching's failed takeovers
 	noise, controlNoise    kinds     // timing and transport kinds (noiseKind) in the run and its control: reported, not compared
 	unattributed           kinds     // queue-row condition failures in phase 1 when tqscavenger deleted no queue row there, or in phase 3: reported
+	queueStops             int       // physical queues matching stopped, any cause (logKinds): 0 when its info lines cannot be read
+	stoppingSpools         kinds     // queue managers' condition-failure counts told apart by the conflict stops (kindQueueMgrPrefix): reported
 	flipWindow             [2]time.Time
 	phase3Kinds            kinds // the part of kinds from phase 3, the fairness flip (tqscavenger not running)
 	sqliteBusy             kinds // SQLite: Temporal's writes that met SQLITE_BUSY (reported; failed with TQS_INTEROP_SQLITE_STRICT=1)
@@ -372,7 +374,7 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 		rep.phase2.Completed, rep.phase2.Started, rep.p2pass, rep.p2)
 
 	// Temporal's error kinds over both server runs.
-	rep.kinds, rep.windowKinds, rep.shutdownKinds, err = logKinds(rep.window, ts.stops, ts.logPaths...)
+	rep.kinds, rep.windowKinds, rep.shutdownKinds, rep.queueStops, err = logKinds(rep.window, ts.stops, ts.logPaths...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +384,7 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 	// Phase 2's kinds outside the window, alone: queue deletes by serve
 	// there can race with takeovers too.
 	if len(ts.logPaths) > 1 && len(ts.stops) > 1 {
-		rep.phase2Kinds, _, _, err = logKinds(rep.window, ts.stops[1:], ts.logPaths[1:]...)
+		rep.phase2Kinds, _, _, _, err = logKinds(rep.window, ts.stops[1:], ts.logPaths[1:]...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +392,7 @@ func execute(t *testing.T, s settings, cfg runConfig) *report {
 	}
 	// Phase 3's kinds alone (tqscavenger does not run in it).
 	if mFlip != "" && len(ts.logPaths) > 1 {
-		_, rep.phase3Kinds, _, err = logKinds(rep.flipWindow, ts.stops[1:], ts.logPaths[1:]...)
+		_, rep.phase3Kinds, _, _, err = logKinds(rep.flipWindow, ts.stops[1:], ts.logPaths[1:]...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -628,7 +630,7 @@ func (rep *report) compare(control *report) {
 	all.add(control.kinds)
 	all.add(control.windowKinds)
 	rep.takeoverRaces, rep.sqliteBusy = kinds{}, kinds{}
-	rep.noise, rep.controlNoise, rep.unattributed = kinds{}, kinds{}, kinds{}
+	rep.noise, rep.controlNoise, rep.unattributed, rep.stoppingSpools = kinds{}, kinds{}, kinds{}, kinds{}
 	for _, k := range []kinds{rep.kinds, rep.windowKinds} {
 		for n, c := range k.persistence() {
 			if noiseKind(n) {
@@ -650,6 +652,14 @@ func (rep *report) compare(control *report) {
 			case noiseKind(n):
 			case rep.cfg.engine == "sqlite" && sqliteBusy(n):
 				rep.sqliteBusy[n] += c
+			case strings.HasPrefix(n, kindQueueMgrPrefix) && rep.queueStops > 0:
+				// Matching's queue managers count a refused write of a
+				// loaded queue's row and, as much, every task spooled
+				// into a queue already stopping (after a failed takeover,
+				// say). The first stops the queue for a conflict
+				// (kindConflictStop, compared here like every kind); so
+				// the count alone is reported.
+				rep.stoppingSpools[n] += c
 			case !k.window && queueRowCondition(n) && rep.p1.QueuesDeleted == 0 && rep.phase2Kinds[n] == 0:
 				// All in phase 1, where tqscavenger deleted no queue row:
 				// it never writes one otherwise, so it cannot have moved a
@@ -702,13 +712,13 @@ const kindTakeoverMetric = "metric persistence_error_with_type{error_type=persis
 
 // queueRowCondition says whether a kind is a condition failure on a queue
 // row: a write refused because the row's range_id moved or the row is gone
-// (matching's conditional updates and appends, and its queue manager's
-// count of them). tqscavenger can cause one only by deleting a queue row:
-// it writes no queue row otherwise.
+// (matching's conditional updates and appends, its queue managers' count
+// of them, and the stop of a loaded queue that met one). tqscavenger can
+// cause one only by deleting a queue row: it writes no queue row otherwise.
 func queueRowCondition(kind string) bool {
 	return kind == kindTakeoverMetric ||
 		strings.HasPrefix(kind, "metric persistence_error_with_type{error_type=persistence_ConditionFailedError,operation=CreateTasks,") ||
-		strings.HasPrefix(kind, "metric condition_failed_errors{operation=TaskQueueMgr,") ||
+		strings.HasPrefix(kind, kindQueueMgrPrefix) || kind == kindConflictStop ||
 		strings.HasPrefix(kind, "log ") && strings.Contains(kind, "Task queue range ID was")
 }
 
@@ -782,6 +792,13 @@ func (rep *report) summary() string {
 		fmt.Fprintf(&b, "  queue-row condition failures in phase 1, where tqscavenger deleted no queue row, or in phase 3, where it does not run (not its doing; reported): %d kinds, %d occurrences\n",
 			len(rep.unattributed), rep.unattributed.total())
 		for _, l := range rep.unattributed.lines() {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+	}
+	if len(rep.stoppingSpools) > 0 {
+		fmt.Fprintf(&b, "  queue managers' condition failures the control lacks, with no loaded queue stopped for a conflict beyond the control's (tasks spooled into a stopping queue; reported; %d queue stops read): %d kinds, %d occurrences\n",
+			rep.queueStops, len(rep.stoppingSpools), rep.stoppingSpools.total())
+		for _, l := range rep.stoppingSpools.lines() {
 			fmt.Fprintf(&b, "    %s\n", l)
 		}
 	}
