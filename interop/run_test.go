@@ -798,7 +798,7 @@ func (rep *report) summary() string {
 	fmt.Fprintf(&b, "  physical queues matching stopped (its info lines, any cause): %d; for a conflict (a refused write of a loaded queue's row): %d outside the window, %d in it, %d in the shutdowns\n",
 		rep.queueStops, rep.kinds[kindConflictStop], rep.windowKinds[kindConflictStop], rep.shutdownKinds[kindConflictStop])
 	if len(rep.stoppingSpools) > 0 {
-		fmt.Fprintf(&b, "  queue managers' condition failures the control lacks, with no loaded queue stopped for a conflict beyond the control's (tasks spooled into a stopping queue; reported; %d queue stops read): %d kinds, %d occurrences\n",
+		fmt.Fprintf(&b, "  queue managers' condition failures the control lacks (a refused row write among them shows as a conflict stop, compared; the rest are tasks spooled into a stopping queue; reported; %d queue stops read): %d kinds, %d occurrences\n",
 			rep.queueStops, len(rep.stoppingSpools), rep.stoppingSpools.total())
 		for _, l := range rep.stoppingSpools.lines() {
 			fmt.Fprintf(&b, "    %s\n", l)
