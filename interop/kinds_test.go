@@ -44,9 +44,9 @@ func normalize(s string) string {
 // it, and during a shutdown.
 //
 // queueStops counts the physical queues matching stopped, for any cause
-// (its info line "Stopped physicalTaskQueueManager"): the lines that tell a
-// queue-manager condition failure's cause (see kindConflictStop) are there
-// to read only when this is not zero. A stop for a conflict is also a kind.
+// (its info line "Stopped physicalTaskQueueManager"); a stop for a
+// conflict is also a kind (kindConflictStop). Zero means the stop lines,
+// which tell a queue manager's condition failure's cause, were not read.
 func logKinds(window [2]time.Time, stops []time.Time, paths ...string) (outside, inside, shutdown kinds, queueStops int, err error) {
 	outside, inside, shutdown = kinds{}, kinds{}, kinds{}
 	masked := map[string]string{}

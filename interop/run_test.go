@@ -656,9 +656,9 @@ func (rep *report) compare(control *report) {
 				// Matching's queue managers count a refused write of a
 				// loaded queue's row and, as much, every task spooled
 				// into a queue already stopping (after a failed takeover,
-				// say). The first stops the queue for a conflict
-				// (kindConflictStop, compared here like every kind); so
-				// the count alone is reported.
+				// say). A refused write also stops its queue for a
+				// conflict (kindConflictStop, compared here like every
+				// kind), so the count alone is reported.
 				rep.stoppingSpools[n] += c
 			case !k.window && queueRowCondition(n) && rep.p1.QueuesDeleted == 0 && rep.phase2Kinds[n] == 0:
 				// All in phase 1, where tqscavenger deleted no queue row:
