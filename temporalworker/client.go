@@ -6,10 +6,11 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/tqscavenger/tqscavenger/internal/readfile"
 )
 
 // ClientConfig is how a worker or the schedule command reaches the
@@ -132,9 +133,19 @@ func (c ClientConfig) clientCert() (*tls.Certificate, error) {
 	case (c.CertFile == "") != (c.KeyFile == ""):
 		return nil, fmt.Errorf("temporal TLS: a client certificate needs its key, and a key its certificate")
 	case c.CertFile != "":
-		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		cert, err := readTLSFile("client certificate", c.CertFile)
 		if err != nil {
-			return nil, fmt.Errorf("temporal TLS client certificate: %w", err)
+			return nil, err
+		}
+		key, err := readTLSFile("client key", c.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			// crypto/tls's errors name what is missing, never a byte of
+			// the key.
+			return nil, fmt.Errorf("temporal TLS client certificate %s and key %s: %w", c.CertFile, c.KeyFile, err)
 		}
 		return &pair, nil
 	case (len(c.CertPEM) == 0) != (len(c.KeyPEM) == 0):
@@ -154,9 +165,9 @@ func (c ClientConfig) clientCert() (*tls.Certificate, error) {
 func (c ClientConfig) caPool() (*x509.CertPool, error) {
 	pem, from := c.CAPEM, "data"
 	if c.CAFile != "" {
-		b, err := os.ReadFile(c.CAFile)
+		b, err := readTLSFile("CA", c.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("temporal TLS CA: %w", err)
+			return nil, err
 		}
 		pem, from = b, c.CAFile
 	}
@@ -168,6 +179,24 @@ func (c ClientConfig) caPool() (*x509.CertPool, error) {
 		return nil, fmt.Errorf("temporal TLS CA %s: no PEM certificate in it", from)
 	}
 	return pool, nil
+}
+
+// MaxTLSFileBytes bounds a Temporal TLS file (a CA bundle, a client
+// certificate or key), as sqlstore.MaxTLSFileBytes bounds the database's:
+// four times the system's whole CA bundle, so that a file named by
+// mistake (a disk image, /dev/zero) is refused, not read into memory.
+const MaxTLSFileBytes = 1 << 20
+
+// readTLSFile reads the TLS file what of path with readfile's policy: a
+// regular file (a device is read without end, a FIFO's open blocks and
+// heeds no signal) of at most MaxTLSFileBytes. Its errors name the path,
+// never the content, which may be a private key.
+func readTLSFile(what, path string) ([]byte, error) {
+	b, err := readfile.Regular(path, MaxTLSFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("temporal TLS %s: %w", what, err)
+	}
+	return b, nil
 }
 
 // fixedHeaders sends the same gRPC metadata with every call.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"go.temporal.io/sdk/contrib/envconfig"
+
+	"github.com/tqscavenger/tqscavenger/internal/readfile"
 )
 
 // fromProfile is the layer of a value read from a temporal CLI profile.
@@ -54,6 +56,12 @@ func profileFlags(p envconfig.ClientConfigProfile) map[string]string {
 	return m
 }
 
+// maxProfileBytes bounds the temporal CLI's profiles file: a few hundred
+// bytes a profile, and its TOML is read into maps, at tens of bytes of
+// memory a byte, so 256 KiB keeps even a hostile file within a few tens
+// of MiB.
+const maxProfileBytes = 256 << 10
+
 // applyProfile fills the --temporal-* flags still at their defaults in o
 // from the profile --temporal-profile names (default "default") in the
 // file --temporal-config-file names (default the temporal CLI's,
@@ -67,17 +75,26 @@ func (t *temporalFlags) applyProfile(o map[string]origin) error {
 	if file == "" {
 		file = envconfig.DefaultConfigFilePath()
 	}
-	if named {
-		if _, err := os.Stat(file); err != nil {
-			return usagef("%s %s: %v", o["temporal-config-file"].shown("--temporal-config-file"), file, errors.Unwrap(err))
-		}
-	}
 	if file == "" {
 		return nil
 	}
-	conf, err := envconfig.LoadClientConfig(envconfig.LoadClientConfigOptions{ConfigFilePath: file, EnvLookup: noEnv{}})
-	if err != nil {
-		return usageError{profileFileError(file, err)}
+	// Read here, with readfile's policy (a regular file of at most
+	// maxProfileBytes), and given to envconfig as data: envconfig's own
+	// read is unbounded (/dev/zero until memory runs out) and its open of
+	// a FIFO blocks, heeding no signal.
+	data, err := readfile.Regular(file, maxProfileBytes)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !named:
+		return nil
+	case err != nil:
+		return usagef("%s %v", o["temporal-config-file"].shown("--temporal-config-file"), fileError(file, err))
+	}
+	var conf envconfig.ClientConfig
+	if len(data) > 0 { // envconfig reads the default path for no data
+		conf, err = envconfig.LoadClientConfig(envconfig.LoadClientConfigOptions{ConfigFileData: data, EnvLookup: noEnv{}})
+		if err != nil {
+			return usageError{profileFileError(file, err)}
+		}
 	}
 	name := t.profile
 	if name == "" {
@@ -119,6 +136,16 @@ func (t *temporalFlags) applyProfileData(p envconfig.ClientConfigProfile, o map[
 		t.cfg.NoTLS = tl.Disabled && o["temporal-tls"].layer == fromDefault
 	}
 	t.cfg.Headers, t.cfg.Authority = p.GRPCMeta, p.Authority
+}
+
+// fileError is err, readfile's for file, as "FILE: why": readfile's own
+// errors start with the path, an *os.PathError's is said here.
+func fileError(file string, err error) string {
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) {
+		return file + ": " + pathErr.Err.Error()
+	}
+	return err.Error()
 }
 
 // shown is how a message names the setting of o: as the user gave it

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/tqscavenger/tqscavenger/internal/readfile"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/temporalworker"
 )
@@ -58,6 +59,19 @@ func (t *temporalFlags) register(fs *pflag.FlagSet) {
 func (t *temporalFlags) check(o map[string]origin) error {
 	if err := t.applyProfile(o); err != nil {
 		return err
+	}
+	// The TLS files are read when the frontend is dialled, bounded
+	// (temporalworker.MaxTLSFileBytes); a file that would be refused then
+	// is refused now, naming its flag, before the database is opened.
+	for _, f := range []struct{ flag, path string }{
+		{"temporal-tls-ca-path", t.cfg.CAFile}, {"temporal-tls-cert-path", t.cfg.CertFile}, {"temporal-tls-key-path", t.cfg.KeyFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := readfile.Check(f.path, temporalworker.MaxTLSFileBytes); err != nil {
+			return usagef("%s %s: name the PEM file", o[f.flag].shown("--"+f.flag), fileError(f.path, err))
+		}
 	}
 	if strings.TrimSpace(t.taskQueue) == "" {
 		return usagef("--temporal-task-queue must not be empty")
