@@ -134,7 +134,7 @@ func (w *lockWatch) lastValue() float64 { return math.Float64frombits(w.last.Loa
 type alertCollector struct {
 	d                                                  *Daemon
 	failedByCause, lockHeld, expiredLeft, interval, pl *prometheus.Desc
-	maxDeletes, maxStatements                          *prometheus.Desc
+	maxDeletes, maxStatements, kept                    *prometheus.Desc
 }
 
 func newAlertCollector(d *Daemon) *alertCollector {
@@ -143,6 +143,7 @@ func newAlertCollector(d *Daemon) *alertCollector {
 		failedByCause: desc("passes_failed_by_cause_total", "Passes that failed, by cause: schema (the schema check), lock_lost, read_only, disk_full, statement_timeout, retries_exhausted or error (the cause most of its failed jobs share); sums to passes_failed_total.", "cause"),
 		lockHeld:      desc("lock_held_seconds", "How long another instance has held the lock this one's last attempt found held, as last probed (each scrape probes it while held); 0 once it was seen free or taken."),
 		expiredLeft:   desc("tasks_expired_left", "Expired tasks the last completed pass examined and left, by table (behind a live task: by design without --past-live-head).", "table"),
+		kept:          desc("tasks_kept", "Tasks the last completed pass examined and kept for a reason an operator may act on, by table and reason: run_not_found (the closed-workflow rule found no executions row for the task's run: without --closed-deleted-runs, or the miss unproven).", "table", "reason"),
 		interval:      desc("schedule_interval_seconds", "Time between two scheduled passes, the largest jitter added: what the alerts judge the last success's age against."),
 		pl:            desc("past_live_head", "1 if passes delete expired tasks behind a live one (--past-live-head), where none should be left; else 0."),
 		maxDeletes:    desc("max_deletes_per_second", "The cap on rows deleted per second in effect (--max-deletes-per-second); 0 for none."),
@@ -152,7 +153,7 @@ func newAlertCollector(d *Daemon) *alertCollector {
 
 // Describe implements prometheus.Collector.
 func (c *alertCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.failedByCause, c.lockHeld, c.expiredLeft, c.interval, c.pl, c.maxDeletes, c.maxStatements} {
+	for _, d := range []*prometheus.Desc{c.failedByCause, c.lockHeld, c.expiredLeft, c.interval, c.pl, c.maxDeletes, c.maxStatements, c.kept} {
 		ch <- d
 	}
 }
@@ -181,6 +182,7 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lockHeld, prometheus.GaugeValue, held)
 	for _, tb := range tables {
 		ch <- prometheus.MustNewConstMetric(c.expiredLeft, prometheus.GaugeValue, float64(left[tb].TasksExpiredLeft), tb.String())
+		ch <- prometheus.MustNewConstMetric(c.kept, prometheus.GaugeValue, float64(left[tb].TasksRunNotFound), tb.String(), "run_not_found")
 	}
 	ch <- prometheus.MustNewConstMetric(c.interval, prometheus.GaugeValue, interval.Seconds())
 	pl := 0.0

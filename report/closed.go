@@ -41,7 +41,7 @@ func (r *Report) closedDryRun(ctx context.Context, st store.Store, o Options) er
 		mu  sync.Mutex
 		per = map[key]*ClosedQueue{}
 	)
-	cfg := scavenger.Config{Rules: scavenger.Rules{ClosedWorkflows: true, ClusterName: o.ClosedCluster, ClosedWorkflowsGlobal: o.ClosedGlobal, DryRun: true, Grace: o.Grace, UnsafeShortGrace: o.UnsafeShortGrace, Tables: o.Tables}}
+	cfg := scavenger.Config{Rules: scavenger.Rules{ClosedWorkflows: true, ClusterName: o.ClosedCluster, ClosedWorkflowsGlobal: o.ClosedGlobal, ClosedDeletedRuns: o.ClosedDeletedRuns, DryRun: true, Grace: o.Grace, UnsafeShortGrace: o.UnsafeShortGrace, Tables: o.Tables}}
 	cfg.Now = func() time.Time { return o.Now }
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.OnTasksDeleted = func(t store.Table, q store.QueueKey, reason scavenger.Reason, n int64) {
@@ -69,7 +69,12 @@ func (r *Report) closedDryRun(ctx context.Context, st store.Store, o Options) er
 	if err != nil {
 		return fmt.Errorf("dry run of default --closed-workflows: %w", err)
 	}
-	r.Modes = append(r.Modes, WouldDelete{Mode: "default --closed-workflows", Queues: s.WouldDeleteQueues, Tasks: s.WouldDeleteTasks})
+	mode := "default --closed-workflows"
+	if o.ClosedDeletedRuns {
+		mode += " --closed-deleted-runs"
+	}
+	r.Modes = append(r.Modes, WouldDelete{Mode: mode, Queues: s.WouldDeleteQueues, Tasks: s.WouldDeleteTasks})
+	r.RunNotFound = s.TasksRunNotFound
 	r.ClosedWorkflows = []ClosedQueue{}
 	for _, c := range per {
 		r.ClosedWorkflows = append(r.ClosedWorkflows, *c)
@@ -105,5 +110,12 @@ func (r *Report) writeClosed(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Table, ns, c.Queue, c.TaskType, c.Closed, c.RunDeleted)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.RunNotFound > 0 {
+		_, err := fmt.Fprintf(w, "Kept: %d tasks whose run is not in executions (run_not_found); --closed-deleted-runs would delete those of runs deleted by retention.\n", r.RunNotFound)
+		return err
+	}
+	return nil
 }

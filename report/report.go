@@ -78,6 +78,10 @@ type Report struct {
 	// ClosedWorkflows is what the closed-workflow rule would delete, per
 	// queue; nil unless Options.ClosedWorkflows.
 	ClosedWorkflows []ClosedQueue `json:"closed_workflows,omitempty"`
+	// RunNotFound counts the tasks the closed-workflow dry run looked up
+	// and kept because their run is not in executions (reason
+	// run_not_found); 0 unless Options.ClosedWorkflows.
+	RunNotFound int64 `json:"run_not_found,omitempty"`
 	// BadRows lists the first MaxBadRows rows counted in the tables' bad
 	// rows; BadRowsNotListed counts the others.
 	BadRows          []BadRow `json:"bad_rows,omitempty"`
@@ -107,6 +111,10 @@ type Options struct {
 	ClosedWorkflows bool
 	ClosedCluster   string
 	ClosedGlobal    bool
+	// ClosedDeletedRuns: the dry run also counts the tasks of runs
+	// deleted by retention (Rules.ClosedDeletedRuns), proving the shard
+	// count as a pass would.
+	ClosedDeletedRuns bool
 }
 
 // Take walks every queue row, every subqueue and every orphaned task of the

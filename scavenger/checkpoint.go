@@ -173,6 +173,11 @@ func (r Rules) Digest() string {
 		// Only when on: with the rule off the text, and so old
 		// checkpoints' digests, are unchanged.
 		fmt.Fprintf(&b, "closed_workflows=true\nclosed_workflows_global=%t\ncluster_name=%q\n", r.ClosedWorkflowsGlobal, r.ClusterName)
+		if r.ClosedDeletedRuns {
+			// Only when on, as above: a checkpoint of a pass without it
+			// keeps its digest.
+			b.WriteString("closed_deleted_runs=true\n")
+		}
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return "sha256:" + hex.EncodeToString(sum[:16])

@@ -8,9 +8,12 @@ package scavenger
 //
 // The rule looks each page's runs up in Temporal's executions tables,
 // through store.ExecutionReader, and reads the facts the rule book decides
-// on (rules.go: closedCandidate, closed). It runs only once the shard
-// count is proven (proveShards): a wrong count would look every run up in
-// the wrong shard and find none.
+// on (rules.go: closedCandidate, closed). It deletes on positive evidence
+// only, a run found COMPLETED, which no shard count can forge: a wrong
+// count looks a run up in the wrong shard and finds nothing. A run that is
+// not found keeps its tasks (Stats.TasksRunNotFound) unless
+// Rules.ClosedDeletedRuns, whose inference from absence needs the count
+// proven first (proveShardCount).
 
 import (
 	"context"
@@ -31,44 +34,48 @@ import (
 // and a retention shortened since.
 const RunDeletedMargin = 24 * time.Hour
 
-// MissBreakerShare and MissBreakerMin are the circuit breaker on misses:
-// when more than MissBreakerShare of a page's distinct runs (a page of at
-// least MissBreakerMin runs) have no executions row, the rule stops and
-// the pass fails. A lookup that finds nothing where it should find rows
-// (another cluster's database, a schema that moved the rows) would else
-// count every old task as a task of a deleted run.
-const (
-	MissBreakerShare = 0.5
-	MissBreakerMin   = 20
-)
+// MinProofWorkflows is how many distinct workflows (namespace and
+// workflow id; a continue-as-new chain is one) the proof of the history
+// shard count must find, each in the shard the count puts it in, before a
+// run missing from executions counts as deleted (Rules.ClosedDeletedRuns).
+// A wrong count puts a workflow in its true shard with probability at
+// most ½, independently for each workflow (its shard is a hash of its
+// ids), so 30 workflows pass a wrong count with probability at most
+// 2⁻³⁰ < 10⁻⁹ (docs/rules.md has the arithmetic).
+const MinProofWorkflows = 30
 
 // ErrClosedWorkflowsRefused is wrapped by every reason the closed-workflow
-// rule refuses to run: the shard count not proven, a history table missing
-// or unreadable, a store that cannot read them, CompatTemporal.
+// rule refuses to run: no history shard count to read, a count that fails
+// its proof (Rules.ClosedDeletedRuns), a history table missing or
+// unreadable, a store that cannot read them, CompatTemporal.
 var ErrClosedWorkflowsRefused = errors.New("the closed-workflow rule refuses to run")
 
-// ErrMissBreaker is wrapped by the error of a pass stopped by the circuit
-// breaker on misses.
-var ErrMissBreaker = errors.New("closed-workflow rule: too many runs missing from executions")
-
-// closedRule is the rule's state for one pass: the proven shard count and
-// each namespace's facts, read once at the start.
+// closedRule is the rule's state for one pass: the shard count and each
+// namespace's facts, read once at the start.
 type closedRule struct {
 	er     store.ExecutionReader
 	book   ruleBook
+	rules  Rules
 	shards int32
 	ns     map[[16]byte]nsFacts
+	// proven: the shard count passed proveShardCount this pass, so a
+	// miss is evidence (only with Rules.ClosedDeletedRuns).
+	proven bool
+	// sampled is how many workflows the proof found where the count puts
+	// them.
+	sampled int
 	// wait paces each lookup statement as the pass's other statements.
 	wait func(ctx context.Context) error
 }
 
-// newClosedRule proves the shard count and reads the namespaces.
+// newClosedRule reads the shard count and the namespaces, and with
+// ClosedDeletedRuns proves the count.
 func newClosedRule(ctx context.Context, raw store.Store, book ruleBook, r Rules, wait func(context.Context) error) (*closedRule, error) {
 	er, ok := raw.(store.ExecutionReader)
 	if !ok {
 		return nil, fmt.Errorf("%w: the store cannot read Temporal's executions tables", ErrClosedWorkflowsRefused)
 	}
-	n, err := proveShards(ctx, er, r.ClusterName)
+	n, err := shardCount(ctx, er, r.ClusterName)
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +83,19 @@ func newClosedRule(ctx context.Context, raw store.Store, book ruleBook, r Rules,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
 	}
-	c := &closedRule{er: er, book: book, shards: n, ns: map[[16]byte]nsFacts{}, wait: wait}
+	c := &closedRule{er: er, book: book, rules: r, shards: n, ns: map[[16]byte]nsFacts{}, wait: wait}
 	for _, row := range rows {
 		f := nsFacts{global: row.IsGlobal}
 		if ret, err := wire.DecodeNamespaceRetention(row.Encoding, row.Data); err == nil && ret.HasRetention {
 			f.retention, f.readable = ret.Retention, true
 		}
 		c.ns[row.ID] = f
+	}
+	if r.ClosedDeletedRuns {
+		if c.sampled, err = c.proveShardCount(ctx); err != nil {
+			return nil, err
+		}
+		c.proven = c.sampled >= MinProofWorkflows
 	}
 	return c, nil
 }
@@ -116,7 +129,8 @@ func (c *closedRule) refOf(row store.TaskRow) runRef {
 
 // page looks up the runs of a page of tasks: the facts of each (looked
 // false: not looked up). A failed lookup is an error: the caller fails the
-// walk, and no task of the page is deleted by this rule.
+// walk, and no task of the page is deleted by this rule. Misses never fail
+// it: a run not found keeps its tasks unless the miss is proven.
 func (c *closedRule) page(ctx context.Context, tasks []store.TaskRow) ([]runFacts, error) {
 	refs := make([]runRef, len(tasks))
 	var keys []store.ExecutionKey
@@ -136,12 +150,12 @@ func (c *closedRule) page(ctx context.Context, tasks []store.TaskRow) ([]runFact
 	if err != nil {
 		return nil, err
 	}
-	if len(keys) >= MissBreakerMin && float64(len(missing)) > MissBreakerShare*float64(len(keys)) {
-		return nil, fmt.Errorf("%w: %d of a page's %d runs (more than %.0f%%); the rule stops rather than count them as deleted by retention", ErrMissBreaker, len(missing), len(keys), MissBreakerShare*100)
-	}
-	current, err := c.current(ctx, missing)
-	if err != nil {
-		return nil, err
+	// The current rows matter only to the inference from absence.
+	current := map[store.ExecutionKey][16]byte{}
+	if c.rules.ClosedDeletedRuns {
+		if current, err = c.current(ctx, missing); err != nil {
+			return nil, err
+		}
 	}
 	for i, r := range refs {
 		if !r.ok {
@@ -151,8 +165,10 @@ func (c *closedRule) page(ctx context.Context, tasks []store.TaskRow) ([]runFact
 		wf := r.key
 		wf.RunID = [16]byte{}
 		cur, has := current[wf]
-		out[i] = runFacts{looked: true, found: found, stateOK: st.ok, state: st.state, currentIsRun: !found && has && cur == r.key.RunID,
-			ns: r.ns, nsKnown: r.nsKnown, create: r.create}
+		out[i] = runFacts{looked: true, found: found, stateOK: st.ok, state: st.state,
+			currentIsRun: !found && has && cur == r.key.RunID,
+			missProven:   !found && (c.proven || has && cur != r.key.RunID),
+			ns:           r.ns, nsKnown: r.nsKnown, create: r.create}
 	}
 	return out, nil
 }
@@ -214,77 +230,117 @@ func (c *closedRule) current(ctx context.Context, missing []store.ExecutionKey) 
 	return out, nil
 }
 
-// proveShards returns the history shard count stored in the database, once
-// every check holds: the current cluster's cluster_metadata_info row gives
-// N; shards holds exactly ids 1…N; no executions row lies in a shard above
-// N; and the first rows of every shard present sit where the formula puts
-// them for N. Rows in key order all sit in shard 1 and agree with any N
-// that divides the true one: the sample covers every shard.
-func proveShards(ctx context.Context, er store.ExecutionReader, cluster string) (int32, error) {
-	refuse := func(format string, a ...any) (int32, error) {
-		return 0, fmt.Errorf("%w: %s", ErrClosedWorkflowsRefused, fmt.Sprintf(format, a...))
-	}
-	failed := func(err error) (int32, error) { return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err) }
+// refuseClosed is an error wrapping ErrClosedWorkflowsRefused.
+func refuseClosed(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrClosedWorkflowsRefused, fmt.Sprintf(format, a...))
+}
+
+// shardCount returns the history shard count the current cluster's
+// cluster_metadata_info row claims. It proves nothing: the rule's positive
+// evidence needs no proof, and proveShardCount proves it for the
+// inference from absence.
+func shardCount(ctx context.Context, er store.ExecutionReader, cluster string) (int32, error) {
 	rows, err := er.ClusterMetadata(ctx)
 	if err != nil {
-		return failed(err)
+		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
 	}
 	var row *store.ClusterMetadataRow
 	for i := range rows {
 		if cluster == "" || rows[i].ClusterName == cluster {
 			if row != nil {
-				return refuse("cluster_metadata_info has rows of several clusters (%q, %q): name the current one (--closed-cluster)", row.ClusterName, rows[i].ClusterName)
+				return 0, refuseClosed("cluster_metadata_info has rows of several clusters (%q, %q): name the current one (--closed-cluster)", row.ClusterName, rows[i].ClusterName)
 			}
 			row = &rows[i]
 		}
 	}
 	if row == nil {
 		if cluster != "" {
-			return refuse("cluster_metadata_info has no row of cluster %q", cluster)
+			return 0, refuseClosed("cluster_metadata_info has no row of cluster %q", cluster)
 		}
-		return refuse("cluster_metadata_info has no row: the history shard count is unknown")
+		return 0, refuseClosed("cluster_metadata_info has no row: the history shard count is unknown")
 	}
 	md, err := wire.DecodeClusterMetadata(row.Encoding, row.Data)
 	if err != nil {
-		return refuse("cluster %q's metadata: %v", row.ClusterName, err)
+		return 0, refuseClosed("cluster %q's metadata: %v", row.ClusterName, err)
 	}
-	n := md.HistoryShardCount
-	if n < 1 {
-		return refuse("cluster %q's metadata holds no history shard count (%d)", row.ClusterName, n)
+	if md.HistoryShardCount < 1 {
+		return 0, refuseClosed("cluster %q's metadata holds no history shard count (%d)", row.ClusterName, md.HistoryShardCount)
 	}
-	ids, err := er.ShardIDs(ctx)
+	return md.HistoryShardCount, nil
+}
+
+// proveShardCount proves the claimed shard count for the inference from
+// absence, through the path every lookup of the pass takes: it reports
+// how many distinct workflows it found where the count puts them
+// (MinProofWorkflows at most), or an error wrapping
+// ErrClosedWorkflowsRefused if any check fails. The checks: shards holds
+// exactly the ids 1…N; no executions row lies in a shard above N; and the
+// first MinProofWorkflows distinct workflows of executions (shard by
+// shard) are each found by GetExecutions under the shard wire.HistoryShard
+// names for their text ids and N.
+//
+// Why that proves N: a workflow's rows lie in one shard, the hash of its
+// ids modulo the true count T. For N > T, or N not dividing T, the hash
+// modulo N names the same shard with probability at most ½ per workflow.
+// For N < T the row-above-N check refuses as soon as any row lies above N;
+// if none does, N divides T or not: where it divides T every row's shard
+// is the same under both counts, and a run whose true shard is above N has
+// no row anywhere, so the lookups answer truly either way.
+func (c *closedRule) proveShardCount(ctx context.Context) (int, error) {
+	n := c.shards
+	ids, err := c.er.ShardIDs(ctx)
 	if err != nil {
-		return failed(err)
+		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
 	}
 	if len(ids) != int(n) || ids[0] != 1 || ids[len(ids)-1] != n {
-		return refuse("cluster %q has %d history shards, but shards holds %d ids (%s)", row.ClusterName, n, len(ids), span(ids))
+		return 0, refuseClosed("the cluster claims %d history shards, but shards holds %d ids (%s)", n, len(ids), span(ids))
 	}
 	for i, id := range ids {
 		if id != int32(i+1) {
-			return refuse("shards holds ids %s, not exactly 1…%d", span(ids), n)
+			return 0, refuseClosed("shards holds ids %s, not exactly 1…%d", span(ids), n)
 		}
 	}
-	top, any, err := er.MaxExecutionShard(ctx)
+	top, any, err := c.er.MaxExecutionShard(ctx)
 	if err != nil {
-		return failed(err)
+		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
 	}
 	if !any {
-		return n, nil
+		return 0, nil
 	}
 	if top > n || top < 1 {
-		return refuse("executions holds a row of shard %d, outside 1…%d", top, n)
+		return 0, refuseClosed("executions holds a row of shard %d, outside 1…%d", top, n)
 	}
-	sample, err := er.SampleExecutions(ctx, ids, 2)
-	if err != nil {
-		return failed(err)
-	}
-	for _, k := range sample {
-		ns := wire.NamespaceID(k.NamespaceID).String()
-		if got := wire.HistoryShard(ns, k.WorkflowID, n); got != k.ShardID {
-			return refuse("workflow %q of namespace %s sits in shard %d, but %d shards put it in %d: the shard count is not the one its rows were written with", k.WorkflowID, ns, k.ShardID, n, got)
+	var keys []store.ExecutionKey
+	for _, id := range ids {
+		if len(keys) >= MinProofWorkflows {
+			break
+		}
+		if err := c.wait(ctx); err != nil {
+			return 0, err
+		}
+		got, err := c.er.SampleWorkflows(ctx, id, nil, MinProofWorkflows-len(keys))
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+		}
+		for _, k := range got {
+			ns := wire.NamespaceID(k.NamespaceID).String()
+			want := wire.HistoryShard(ns, k.WorkflowID, n)
+			if want != k.ShardID {
+				return 0, refuseClosed("workflow %q of namespace %s sits in shard %d, but %d shards put it in %d: the shard count is not the one its rows were written with", k.WorkflowID, ns, k.ShardID, n, want)
+			}
+			k.ShardID = want
+			keys = append(keys, k)
 		}
 	}
-	return n, nil
+	states, missing, err := c.lookup(ctx, keys)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+	}
+	if len(missing) > 0 {
+		k := missing[0]
+		return 0, refuseClosed("workflow %q of namespace %s was not found in shard %d where %d shards put it: the shard count is not proven", k.WorkflowID, wire.NamespaceID(k.NamespaceID), k.ShardID, n)
+	}
+	return len(states), nil
 }
 
 // span describes a sorted list of shard ids.
@@ -295,8 +351,8 @@ func span(ids []int32) string {
 	return fmt.Sprintf("%d…%d", ids[0], ids[len(ids)-1])
 }
 
-// setupClosed proves the shard count and reads the namespaces when the
-// rule is on.
+// setupClosed reads the shard count and the namespaces when the rule is
+// on, and proves the count for the inference from absence.
 func (p *pass) setupClosed(ctx context.Context) error {
 	if !p.cfg.ClosedWorkflows || p.cfg.Compat == CompatTemporal {
 		return nil
@@ -306,7 +362,16 @@ func (p *pass) setupClosed(ctx context.Context) error {
 		return err
 	}
 	p.closed = c
-	p.cfg.Logger.Info("closed-workflow rule on", "history_shards", c.shards, "namespaces", len(c.ns), "global_namespaces", p.cfg.ClosedWorkflowsGlobal)
+	log := p.cfg.Logger
+	log.Info("closed-workflow rule on", "history_shards", c.shards, "namespaces", len(c.ns), "global_namespaces", p.cfg.ClosedWorkflowsGlobal, "deleted_runs", p.cfg.ClosedDeletedRuns)
+	switch {
+	case !p.cfg.ClosedDeletedRuns:
+		log.Info("closed-workflow rule: tasks of runs missing from executions are kept and counted as run_not_found; --closed-deleted-runs deletes those of runs deleted by retention, once the history shard count is proven")
+	case c.proven:
+		log.Info("closed-workflow rule: history shard count proven; runs missing from executions count as deleted by retention", "history_shards", c.shards, "workflows_found", c.sampled)
+	default:
+		log.Warn(fmt.Sprintf("closed-workflow rule: fewer than %d workflows in executions to prove the history shard count: runs missing from executions are kept this pass, but where their workflow's current row points at another run", MinProofWorkflows), "workflows_found", c.sampled)
+	}
 	return nil
 }
 

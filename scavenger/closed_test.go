@@ -34,7 +34,15 @@ type closedCase struct {
 	// ref: a component_ref; history: how the run's rows are set up
 	ref     bool
 	history func(t *testing.T, db *sqlstore.DB, n int32, c closedCase)
-	gone    scavenger.Reason // "": kept
+	// gone: the reason it goes with ClosedDeletedRuns and the shard count
+	// proven ("": kept). A ReasonRunDeleted case is kept without
+	// ClosedDeletedRuns, and with it unproven unless byCurrent (its
+	// workflow's current row, in the same shard, points at another run).
+	gone      scavenger.Reason
+	byCurrent bool
+	// missing: the rule looks its run up and finds no executions row, so
+	// that, kept, it counts in Stats.TasksRunNotFound.
+	missing bool
 }
 
 func runID(b byte) wire.NamespaceID { return wire.NamespaceID{0xee, 14: 0x01, 15: b} }
@@ -75,9 +83,10 @@ func closedCases() []closedCase {
 			k := store.ExecutionKey{ShardID: wire.HistoryShard(c.ns.String(), c.wf, n), NamespaceID: c.ns, WorkflowID: c.wf, RunID: runID(c.run)}
 			testdb.InsertExecutionRow(t, db, k, []byte{0x18}) // field 3, its varint cut off
 		}},
-		{name: "run deleted, older than retention", ns: nsOne, wf: "deleted-old", run: 7, age: old, history: runGone(false), gone: scavenger.ReasonRunDeleted},
-		{name: "run deleted, younger than retention", ns: nsOne, wf: "deleted-young", run: 8, age: 72 * time.Hour, history: runGone(false)},
-		{name: "run missing, current points at it", ns: nsOne, wf: "deleted-current", run: 9, age: old, history: runGone(true)},
+		{name: "run deleted, older than retention", ns: nsOne, wf: "deleted-old", run: 7, age: old, history: runGone(false), gone: scavenger.ReasonRunDeleted, byCurrent: true, missing: true},
+		{name: "workflow deleted (no current row), older than retention", ns: nsOne, wf: "deleted-whole", run: 19, age: old, gone: scavenger.ReasonRunDeleted, missing: true},
+		{name: "run deleted, younger than retention", ns: nsOne, wf: "deleted-young", run: 8, age: 72 * time.Hour, history: runGone(false), missing: true},
+		{name: "run missing, current points at it", ns: nsOne, wf: "deleted-current", run: 9, age: old, history: runGone(true), missing: true},
 		{name: "reset: old run", ns: nsOne, wf: "reset", run: 10, history: withState(wire.StateCompleted), gone: scavenger.ReasonClosedWorkflow},
 		{name: "reset: new run", ns: nsOne, wf: "reset", run: 11, history: withState(wire.StateRunning)},
 		{name: "continue-as-new: first run", ns: nsOne, wf: "can", run: 12, history: withState(wire.StateCompleted), gone: scavenger.ReasonClosedWorkflow},
@@ -87,7 +96,7 @@ func closedCases() []closedCase {
 		{name: "same workflow id, namespace one: completed", ns: nsOne, wf: "shared", run: 15, history: withState(wire.StateCompleted), gone: scavenger.ReasonClosedWorkflow},
 		{name: "same workflow id, namespace two: running", ns: nsTwo, wf: "shared", run: 16, history: withState(wire.StateRunning)},
 		{name: "global namespace", ns: nsGlobal, wf: "global", run: 17, history: withState(wire.StateCompleted)},
-		{name: "unknown namespace, run missing", ns: wire.NamespaceID{0x44}, wf: "nons", run: 18, age: old},
+		{name: "unknown namespace, run missing", ns: wire.NamespaceID{0x44}, wf: "nons", run: 18, age: old, missing: true},
 	}
 }
 
@@ -95,18 +104,29 @@ func closedCases() []closedCase {
 // one queue, and the history rows of n shards.
 func closedQueue(t *testing.T, db *sqlstore.DB, n int32, cases []closedCase) store.QueueKey {
 	t.Helper()
-	testdb.CreateHistoryTables(t, db)
-	testdb.InsertShards(t, db, int(n))
-	testdb.InsertClusterMetadata(t, db, "active", n)
+	return closedQueueRows(t, db, n, n, n, cases)
+}
+
+// closedTasks writes the namespaces, the queue and the cases' tasks and
+// history rows, the rows where n shards put them.
+func closedTasks(t *testing.T, db *sqlstore.DB, n int32, cases []closedCase) store.QueueKey {
+	t.Helper()
 	testdb.InsertNamespace(t, db, nsOne, "one", 72*time.Hour, false)
 	testdb.InsertNamespace(t, db, nsTwo, "two", 72*time.Hour, false)
 	testdb.InsertNamespace(t, db, nsGlobal, "global", 72*time.Hour, true)
 	q := queueKey("closed-runs", 0)
-	ctx := context.Background()
 	info := wire.TaskQueueInfo{NamespaceID: seed0(), Name: "closed-runs", TaskType: wire.TaskTypeActivity, LastUpdateTime: now.Add(-72 * time.Hour)}
-	if err := db.CreateQueue(ctx, store.V1, store.QueueRow{QueueKey: q, RangeID: 1, Data: wire.EncodeTaskQueueInfo(info), Encoding: wire.EncodingProto3}); err != nil {
+	if err := db.CreateQueue(context.Background(), store.V1, store.QueueRow{QueueKey: q, RangeID: 1, Data: wire.EncodeTaskQueueInfo(info), Encoding: wire.EncodingProto3}); err != nil {
 		t.Fatal(err)
 	}
+	closedTasksInto(t, db, n, q, cases)
+	return q
+}
+
+// closedTasksInto writes the cases' tasks into queue q, ids 1…, and their
+// history rows where n shards put them.
+func closedTasksInto(t *testing.T, db *sqlstore.DB, n int32, q store.QueueKey, cases []closedCase) {
+	t.Helper()
 	var rows []store.TaskRow
 	for i, c := range cases {
 		ti := wire.TaskInfo{NamespaceID: c.ns.String(), WorkflowID: c.wf, CreateTime: now.Add(-c.age - time.Minute), ScheduledEventID: 5}
@@ -122,10 +142,12 @@ func closedQueue(t *testing.T, db *sqlstore.DB, n int32, cases []closedCase) sto
 			c.history(t, db, n, c)
 		}
 	}
-	if err := db.AppendTasks(ctx, store.V1, q, 1, q, rows); err != nil {
+	if len(rows) == 0 {
+		return
+	}
+	if err := db.AppendTasks(context.Background(), store.V1, q, 1, q, rows); err != nil {
 		t.Fatal(err)
 	}
-	return q
 }
 
 func seed0() string { return queueNS.String() }
@@ -138,52 +160,104 @@ func closedConfig(dry bool) scavenger.Config {
 	return c
 }
 
+// closedMode is how TestClosedWorkflows runs the rule: alone (positive
+// evidence only), or with ClosedDeletedRuns over a database whose shard
+// count can be proven (fillers: MinProofWorkflows more workflows) or not.
+type closedMode struct {
+	name            string
+	deleted, proven bool
+}
+
+// want is the reason c goes with under the mode ("": kept).
+func (m closedMode) want(c closedCase) scavenger.Reason {
+	if c.gone == scavenger.ReasonRunDeleted && (!m.deleted || !m.proven && !c.byCurrent) {
+		return ""
+	}
+	return c.gone
+}
+
 func TestClosedWorkflows(t *testing.T) {
+	modes := []closedMode{
+		{name: "found only"},
+		{name: "deleted runs, proven", deleted: true, proven: true},
+		{name: "deleted runs, too few workflows", deleted: true},
+	}
 	for _, e := range testdb.Engines {
 		for _, n := range []int32{4, 16} {
-			t.Run(fmt.Sprintf("%s/%d shards", e, n), func(t *testing.T) {
-				t.Parallel()
-				db := testdb.Open(t, e)
-				cases := closedCases()
-				q := closedQueue(t, db, n, cases)
-
-				// A dry run counts what the real one deletes, and deletes
-				// nothing.
-				dry, err := scavenger.New(db, closedConfig(true)).Run(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := countTasks(t, db, q); got != len(cases) {
-					t.Fatalf("dry run left %d tasks, want %d", got, len(cases))
-				}
-				st, err := scavenger.New(db, closedConfig(false)).Run(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				left := map[int64]bool{}
-				tasks, err := db.ReadTasks(context.Background(), store.V1, q, nil, 1000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, task := range tasks {
-					left[task.Key.ID] = true
-				}
-				want := map[scavenger.Reason]int64{}
-				for i, c := range cases {
-					if kept := left[int64(i+1)]; kept != (c.gone == "") {
-						t.Errorf("%s: kept %v, want kept %v", c.name, kept, c.gone == "")
-					}
-					if c.gone != "" {
-						want[c.gone]++
-					}
-				}
-				for _, r := range []scavenger.Reason{scavenger.ReasonClosedWorkflow, scavenger.ReasonRunDeleted} {
-					if st.Tables[store.V1].TasksDeleted[r] != want[r] || dry.Tables[store.V1].WouldDeleteTasks[r] != want[r] {
-						t.Errorf("%s: deleted %d, dry run %d, want %d", r, st.Tables[store.V1].TasksDeleted[r], dry.Tables[store.V1].WouldDeleteTasks[r], want[r])
-					}
-				}
-			})
+			for _, m := range modes {
+				t.Run(fmt.Sprintf("%s/%d shards/%s", e, n, m.name), func(t *testing.T) {
+					t.Parallel()
+					testClosedWorkflows(t, e, n, m)
+				})
+			}
 		}
+	}
+}
+
+func testClosedWorkflows(t *testing.T, e sqlstore.Engine, n int32, m closedMode) {
+	db := testdb.Open(t, e)
+	cases := closedCases()
+	q := closedQueue(t, db, n, cases)
+	if m.proven {
+		fillers(t, db, n, scavenger.MinProofWorkflows)
+	}
+	config := func(dry bool) scavenger.Config {
+		c := closedConfig(dry)
+		c.ClosedDeletedRuns = m.deleted
+		return c
+	}
+
+	// A dry run counts what the real one deletes, and deletes
+	// nothing.
+	dry, err := scavenger.New(db, config(true)).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countTasks(t, db, q); got != len(cases) {
+		t.Fatalf("dry run left %d tasks, want %d", got, len(cases))
+	}
+	st, err := scavenger.New(db, config(false)).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[int64]bool{}
+	tasks, err := db.ReadTasks(context.Background(), store.V1, q, nil, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		left[task.Key.ID] = true
+	}
+	want := map[scavenger.Reason]int64{}
+	var notFound int64
+	for i, c := range cases {
+		gone := m.want(c)
+		if kept := left[int64(i+1)]; kept != (gone == "") {
+			t.Errorf("%s: kept %v, want kept %v", c.name, kept, gone == "")
+		}
+		if gone != "" {
+			want[gone]++
+		}
+		if gone == "" && c.missing {
+			notFound++
+		}
+	}
+	for _, r := range []scavenger.Reason{scavenger.ReasonClosedWorkflow, scavenger.ReasonRunDeleted} {
+		if st.Tables[store.V1].TasksDeleted[r] != want[r] || dry.Tables[store.V1].WouldDeleteTasks[r] != want[r] {
+			t.Errorf("%s: deleted %d, dry run %d, want %d", r, st.Tables[store.V1].TasksDeleted[r], dry.Tables[store.V1].WouldDeleteTasks[r], want[r])
+		}
+	}
+	if st.TasksRunNotFound != notFound || st.Tables[store.V1].TasksRunNotFound != notFound || dry.TasksRunNotFound != notFound {
+		t.Errorf("run_not_found: %d (v1 %d), dry run %d; want %d", st.TasksRunNotFound, st.Tables[store.V1].TasksRunNotFound, dry.TasksRunNotFound, notFound)
+	}
+}
+
+// fillers writes k running workflows of namespace two into executions,
+// with the true shard count n: enough for the shard count's proof.
+func fillers(t *testing.T, db *sqlstore.DB, n int32, k int) {
+	t.Helper()
+	for i := range k {
+		testdb.InsertExecution(t, db, n, nsTwo, fmt.Sprintf("filler-%d", i), wire.NamespaceID{0xf1, 15: byte(i + 1)}, wire.StateRunning)
 	}
 }
 
@@ -203,8 +277,10 @@ func TestClosedWorkflowsGlobal(t *testing.T) {
 	}
 }
 
-// TestClosedWorkflowsRefused: a shard count not proven refuses the pass
-// before anything is deleted.
+// TestClosedWorkflowsRefused: with ClosedDeletedRuns a shard count not
+// proven refuses the pass before anything is deleted; without it only a
+// count that cannot be read at all does (a wrong one costs finds, never a
+// wrong delete: TestClosedWorkflowsForgedCount).
 func TestClosedWorkflowsRefused(t *testing.T) {
 	const n = 8
 	cases := []struct {
@@ -233,11 +309,17 @@ func TestClosedWorkflowsRefused(t *testing.T) {
 				for i := range 64 {
 					testdb.InsertExecution(t, db, n, nsOne, fmt.Sprintf("wf-%d", i), runID(byte(i+1)), wire.StateCompleted)
 				}
-				_, err := scavenger.New(db, closedConfig(false)).Run(context.Background())
+				cfg := closedConfig(false)
+				cfg.ClosedDeletedRuns = true
+				_, err := scavenger.New(db, cfg).Run(context.Background())
 				if !errors.Is(err, scavenger.ErrClosedWorkflowsRefused) {
 					t.Fatalf("err = %v, want ErrClosedWorkflowsRefused", err)
 				}
 				t.Log(err)
+				_, err = scavenger.New(db, closedConfig(false)).Run(context.Background())
+				if refused := errors.Is(err, scavenger.ErrClosedWorkflowsRefused); refused != (c.meta == 0) || !refused && err != nil {
+					t.Fatalf("without ClosedDeletedRuns: err = %v, want refused %t", err, c.meta == 0)
+				}
 			})
 		}
 	}

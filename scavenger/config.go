@@ -151,11 +151,23 @@ type Rules struct {
 	Tables []store.Table `json:"tables,omitempty"`
 
 	// ClosedWorkflows deletes the tasks of closed runs, found through
-	// Temporal's executions tables (closed.go; decided in rules.go), anywhere in a queue. Off
-	// by default; refused in CompatTemporal. The pass refuses to start
-	// (ErrClosedWorkflowsRefused) unless the history shard count is
-	// proven.
+	// Temporal's executions tables (closed.go; decided in rules.go),
+	// anywhere in a queue: only on positive evidence, a run found with
+	// state COMPLETED. A run missing from executions keeps its tasks
+	// (counted in Stats.TasksRunNotFound) unless ClosedDeletedRuns. Off by
+	// default; refused in CompatTemporal.
 	ClosedWorkflows bool `json:"closed_workflows,omitempty"`
+	// ClosedDeletedRuns adds to ClosedWorkflows the inference from
+	// absence: the tasks of a run missing from executions, older than its
+	// namespace's retention and RunDeletedMargin, go as deleted by
+	// retention. A miss is evidence only once the history shard count is
+	// proven at the start of the pass (MinProofWorkflows workflows found
+	// where the count puts them; a count that fails the proof refuses the
+	// pass with ErrClosedWorkflowsRefused, fewer workflows turn the
+	// inference off for the pass), or where the workflow's
+	// current_executions row, found in the same shard, points at another
+	// run.
+	ClosedDeletedRuns bool `json:"closed_deleted_runs,omitempty"`
 	// ClosedWorkflowsGlobal applies ClosedWorkflows to global namespaces
 	// too: there conflict resolution can rebuild a completed run from
 	// another cluster's branch (regenerating its tasks), the one case in
@@ -409,11 +421,14 @@ func (c Config) Validate() error {
 	if c.Grace > 0 && c.Grace < MinGrace && !c.UnsafeShortGrace {
 		return fmt.Errorf("%w: grace %s is under %s: matching rewrites the row of a queue it holds only every 12 h, so a shorter grace can delete a queue a matching host still holds", ErrShortGrace, c.Grace, MinGrace)
 	}
-	if c.Compat == CompatTemporal && (c.ClosedWorkflows || c.ClosedWorkflowsGlobal) {
+	if c.Compat == CompatTemporal && (c.ClosedWorkflows || c.ClosedWorkflowsGlobal || c.ClosedDeletedRuns) {
 		return fmt.Errorf("%w: not in compat mode temporal, which deletes what Temporal's scavenger deletes and nothing else", ErrClosedWorkflowsRefused)
 	}
 	if c.ClosedWorkflowsGlobal && !c.ClosedWorkflows {
 		return fmt.Errorf("closed workflows in global namespaces: set only with the closed-workflow rule")
+	}
+	if c.ClosedDeletedRuns && !c.ClosedWorkflows {
+		return fmt.Errorf("runs deleted by retention: set only with the closed-workflow rule")
 	}
 	if c.Grace < 0 || c.RetryFor < 0 {
 		return fmt.Errorf("grace and retry budget must not be negative")

@@ -286,6 +286,9 @@ func (j *queueJob) judge(sq subqueue, task store.TaskRow, now time.Time) Verdict
 // as a stopped walk counts it.
 func (j *queueJob) judgeRun(v Verdict, f runFacts, behind bool, now time.Time) Verdict {
 	w := j.p.book.closed(v, f, now)
+	if runNotFound(f, w) {
+		j.p.c.runNotFound(j.table, 1)
+	}
 	switch {
 	case w.Delete():
 		j.behind = behind // a deleted task is no live head

@@ -39,12 +39,20 @@ package scavenger
 //	run's executions row: COMPLETED                              WhyClosedRun         yes (ReasonClosedWorkflow)
 //	run's executions row: any other state, unreadable, unknown   as the table above   no
 //	  fields
-//	no executions row, current_executions points at the run      as the table above   no
-//	no executions row, namespace unknown or its retention        as the table above   no
-//	  unreadable
-//	no executions row, task created less than retention +        as the table above   no
-//	  RunDeletedMargin ago (or no create time)
-//	no executions row, older                                     WhyRunDeleted        yes (ReasonRunDeleted)
+//	no executions row (every row below: Stats.TasksRunNotFound if kept)
+//	  without ClosedDeletedRuns                                  as the table above   no
+//	  current_executions points at the run                       as the table above   no
+//	  the miss not proven (shard count unproven this pass, and   as the table above   no
+//	    no current row in the shard pointing at another run)
+//	  namespace unknown or its retention unreadable              as the table above   no
+//	  task created less than retention + RunDeletedMargin ago    as the table above   no
+//	    (or no create time)
+//	  older                                                      WhyRunDeleted        yes (ReasonRunDeleted)
+//
+// A run found COMPLETED is positive evidence: a wrong shard count can only
+// make a lookup miss (a run's row is in one shard, run ids are unique),
+// never find a COMPLETED row that is not there. A miss is evidence of
+// nothing by itself; closed.go proves it (proveShardCount) or it is kept.
 //
 // Which rows a pass reads at all (its scope) is decided here too: inScope
 // and namespaceInScope.
@@ -201,11 +209,17 @@ type runFacts struct {
 	found, stateOK bool
 	state          wire.ExecutionState
 	// currentIsRun: the workflow's current_executions row points at this
-	// run (looked up only when the executions row is missing).
+	// run (looked up only when the executions row is missing and
+	// ClosedDeletedRuns is on).
 	currentIsRun bool
-	ns           nsFacts
-	nsKnown      bool
-	create       time.Time // the task's create time
+	// missProven: a missing executions row is evidence that the run is
+	// gone: the pass proved the shard count, or the workflow's
+	// current_executions row, found in the same shard, points at another
+	// run (so the workflow's rows are in that shard).
+	missProven bool
+	ns         nsFacts
+	nsKnown    bool
+	create     time.Time // the task's create time
 }
 
 func (r Rules) task(sq subqueue, row store.TaskRow, behind bool, now time.Time) Verdict {
@@ -279,7 +293,7 @@ func (r Rules) closed(v Verdict, f runFacts, now time.Time) Verdict {
 	if !r.ClosedWorkflows || r.Compat == CompatTemporal || v.Delete() {
 		return v
 	}
-	if w := closedRun(f, now); w != WhyLive {
+	if w := r.closedRun(f, now); w != WhyLive {
 		return Verdict{Why: w}
 	}
 	// Dead tasks may sit anywhere in a queue: a kept one stops nothing.
@@ -289,7 +303,7 @@ func (r Rules) closed(v Verdict, f runFacts, now time.Time) Verdict {
 
 // closedRun is the verdict on a task by its run alone: WhyClosedRun,
 // WhyRunDeleted or WhyLive (kept).
-func closedRun(f runFacts, now time.Time) Why {
+func (r Rules) closedRun(f runFacts, now time.Time) Why {
 	switch {
 	case !f.looked:
 		return WhyLive
@@ -299,12 +313,21 @@ func closedRun(f runFacts, now time.Time) Why {
 		// Any other state; or a current row pointing at a run whose row is
 		// gone: odd, kept.
 		return WhyLive
+	case !r.ClosedDeletedRuns, !f.missProven:
+		// A miss proves nothing by itself: kept, counted as not found.
+		return WhyLive
 	case !f.nsKnown || !f.ns.readable || f.create.IsZero() || f.create.Unix() <= 0:
 		return WhyLive
 	case now.Sub(f.create) < f.ns.retention+RunDeletedMargin:
 		return WhyLive
 	}
 	return WhyRunDeleted
+}
+
+// runNotFound reports whether a task the closed-workflow rule kept was
+// kept with its run missing from executions (Stats.TasksRunNotFound).
+func runNotFound(f runFacts, v Verdict) bool {
+	return f.looked && !f.found && !v.Delete()
 }
 
 // isProtected reports whether a queue of this name must never be deleted.

@@ -67,6 +67,12 @@ type Stats struct {
 	// TasksExpiredLeft counts expired tasks examined and left in place
 	// (behind a live task, or in Temporal's mode sharing a batch with one).
 	TasksExpiredLeft int64
+	// TasksRunNotFound counts the tasks the closed-workflow rule looked up
+	// and kept because their run has no executions row (reason
+	// run_not_found): without Rules.ClosedDeletedRuns, or with the miss
+	// unproven or the task too young. A wrong history shard count shows
+	// here, as misses, never as deletions.
+	TasksRunNotFound int64
 	// OrphansFound counts task rows found without a queue row; OrphansLeft
 	// those left in place (not expired, and Orphans is not OrphansAll).
 	OrphansFound, OrphansLeft int64
@@ -128,6 +134,8 @@ type TableStats struct {
 
 	// TasksExpiredLeft is this table's share of Stats.TasksExpiredLeft.
 	TasksExpiredLeft int64
+	// TasksRunNotFound is this table's share of Stats.TasksRunNotFound.
+	TasksRunNotFound int64
 }
 
 // Removed returns the tasks and queue rows the pass deleted or, in a dry
@@ -246,7 +254,7 @@ func (b BadRow) String() string {
 type tableCounters struct {
 	queuesListed, queuesProcessed, queuesDeleted, tasksProcessed, badRows atomic.Int64
 	tasksDeleted                                                          [5]atomic.Int64 // by index in Reasons
-	tasksExpiredLeft                                                      atomic.Int64
+	tasksExpiredLeft, tasksRunNotFound                                    atomic.Int64
 }
 
 // counters are the live, concurrently updated form of Stats. The
@@ -256,6 +264,7 @@ type counters struct {
 	dryRun                                     bool
 	tables                                     [3]tableCounters // by store.Table (1, 2)
 	queuesKept, tasksExpiredLeft               atomic.Int64
+	tasksRunNotFound                           atomic.Int64
 	orphansFound, orphansLeft, errors, retries atomic.Int64
 	tasksUnknown, queuesUnknown                atomic.Int64
 	listingDone                                atomic.Bool
@@ -286,6 +295,13 @@ func (c *counters) table(t store.Table) *tableCounters { return &c.tables[t] }
 func (c *counters) expiredLeft(t store.Table, n int64) {
 	c.tasksExpiredLeft.Add(n)
 	c.tables[t].tasksExpiredLeft.Add(n)
+}
+
+// runNotFound counts n tasks of table t kept with their run missing from
+// executions.
+func (c *counters) runNotFound(t store.Table, n int64) {
+	c.tasksRunNotFound.Add(n)
+	c.tables[t].tasksRunNotFound.Add(n)
 }
 
 func (c *counters) deleted(t store.Table, r Reason, n int64) {
@@ -321,6 +337,7 @@ func (c *counters) snapshot() Stats {
 	s := Stats{
 		QueuesKept:       c.queuesKept.Load(),
 		TasksExpiredLeft: c.tasksExpiredLeft.Load(),
+		TasksRunNotFound: c.tasksRunNotFound.Load(),
 		OrphansFound:     c.orphansFound.Load(),
 		OrphansLeft:      c.orphansLeft.Load(),
 		Errors:           c.errors.Load(),
@@ -345,6 +362,7 @@ func (c *counters) snapshot() Stats {
 			TasksProcessed:   tc.tasksProcessed.Load(),
 			BadRows:          tc.badRows.Load(),
 			TasksExpiredLeft: tc.tasksExpiredLeft.Load(),
+			TasksRunNotFound: tc.tasksRunNotFound.Load(),
 			TasksDeleted:     map[Reason]int64{},
 			WouldDeleteTasks: map[Reason]int64{},
 		}

@@ -96,40 +96,50 @@ func (s *DB) MaxExecutionShard(ctx context.Context) (int32, bool, error) {
 	return int32(*max), true, nil
 }
 
-// SampleExecutions implements store.ExecutionReader: one statement per
-// shard, each an index range read of its first rows.
-func (s *DB) SampleExecutions(ctx context.Context, shards []int32, perShard int) ([]store.ExecutionKey, error) {
+// SampleWorkflows implements store.ExecutionReader: one statement per
+// workflow, each an index seek past the previous workflow's runs (a keyset
+// on (namespace_id, workflow_id) inside the shard), so a workflow with many
+// runs costs no more than one with one.
+func (s *DB) SampleWorkflows(ctx context.Context, shard int32, after *store.ExecutionKey, n int) ([]store.ExecutionKey, error) {
 	var out []store.ExecutionKey
-	for _, sh := range shards {
-		got, err := s.sampleShard(ctx, sh, perShard)
+	for len(out) < n {
+		k, ok, err := s.nextWorkflow(ctx, shard, after)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, got...)
+		if !ok {
+			break
+		}
+		out = append(out, k)
+		after = &k
 	}
 	return out, nil
 }
 
-func (s *DB) sampleShard(ctx context.Context, shard int32, limit int) ([]store.ExecutionKey, error) {
+// nextWorkflow reads the first executions row of the shard's first
+// workflow after after's, or reports there is none.
+func (s *DB) nextWorkflow(ctx context.Context, shard int32, after *store.ExecutionKey) (store.ExecutionKey, bool, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
 	b := s.newBuilder()
 	b.w("SELECT shard_id, namespace_id, workflow_id, run_id FROM executions WHERE shard_id = ").p(shard)
-	b.w(" ORDER BY shard_id, namespace_id, workflow_id, run_id LIMIT ").p(limit)
+	if after != nil {
+		b.w(" AND ").cmp([]string{"namespace_id", "workflow_id"}, []any{after.NamespaceID[:], after.WorkflowID}, ">")
+	}
+	b.w(" ORDER BY shard_id, namespace_id, workflow_id, run_id LIMIT 1")
 	rows, err := s.query(ctx, b.String(), b.args)
 	if err != nil {
-		return nil, s.historyErr(ctx, "executions", err)
+		return store.ExecutionKey{}, false, s.historyErr(ctx, "executions", err)
 	}
 	defer rows.Close()
-	var out []store.ExecutionKey
-	for rows.Next() {
-		k, err := scanExecutionKey(rows, true)
-		if err != nil {
-			return nil, s.historyErr(ctx, "executions", err)
-		}
-		out = append(out, k)
+	if !rows.Next() {
+		return store.ExecutionKey{}, false, s.historyErr(ctx, "executions", rows.Err())
 	}
-	return out, s.historyErr(ctx, "executions", rows.Err())
+	k, err := scanExecutionKey(rows, true)
+	if err != nil {
+		return store.ExecutionKey{}, false, s.historyErr(ctx, "executions", err)
+	}
+	return k, true, s.historyErr(ctx, "executions", rows.Err())
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -59,13 +59,35 @@ func TestExecutionReader(t *testing.T) {
 		if m, ok, err := db.MaxExecutionShard(ctx); err != nil || !ok || m != want {
 			t.Fatalf("MaxExecutionShard = %d, %v, %v; want %d", m, ok, err, want)
 		}
-		sample, err := db.SampleExecutions(ctx, []int32{1, 2, 3, 4}, 2)
-		if err != nil || len(sample) != 3 {
-			t.Fatalf("SampleExecutions = %+v, %v; want the 3 rows", sample, err)
+		// One row of each workflow, whatever its runs: k1's workflow gets a
+		// second run, which the sample skips.
+		k1b := k1
+		k1b.RunID = run(8)
+		testdb.InsertExecutionRow(t, db, k1b, wire.EncodeExecutionState(wire.NamespaceID(k1b.RunID).String(), wire.StateRunning))
+		var sample []store.ExecutionKey
+		for _, sh := range []int32{1, 2, 3, 4} {
+			got, err := db.SampleWorkflows(ctx, sh, nil, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sample = append(sample, got...)
+		}
+		if len(sample) != 3 {
+			t.Fatalf("SampleWorkflows = %+v; want the 3 workflows", sample)
 		}
 		for _, s := range sample {
 			if wire.HistoryShard(wire.NamespaceID(s.NamespaceID).String(), s.WorkflowID, 4) != s.ShardID {
 				t.Errorf("sampled row %+v is not in its shard", s)
+			}
+		}
+		// Keyset: after the first workflow of k1's shard, the next one.
+		if got, err := db.SampleWorkflows(ctx, k1.ShardID, &k1, 10); err != nil {
+			t.Fatal(err)
+		} else {
+			for _, g := range got {
+				if g.NamespaceID == k1.NamespaceID && g.WorkflowID == k1.WorkflowID {
+					t.Errorf("SampleWorkflows after %q returned it again: %+v", k1.WorkflowID, g)
+				}
 			}
 		}
 

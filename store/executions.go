@@ -28,9 +28,11 @@ type ExecutionReader interface {
 	// false if the table is empty.
 	MaxExecutionShard(ctx context.Context) (int32, bool, error)
 
-	// SampleExecutions returns, for each shard id given, up to perShard
-	// executions rows of that shard (their keys only), in key order.
-	SampleExecutions(ctx context.Context, shards []int32, perShard int) ([]ExecutionKey, error)
+	// SampleWorkflows returns up to n distinct workflows of one shard, in
+	// key order after the workflow of after (nil: from the shard's first),
+	// each as the key of its first run's executions row. A continue-as-new
+	// chain is one workflow, however many runs it has.
+	SampleWorkflows(ctx context.Context, shard int32, after *ExecutionKey, n int) ([]ExecutionKey, error)
 
 	// GetExecutions looks the keys up in executions and returns the rows
 	// it found, in no particular order; a key it does not return has no

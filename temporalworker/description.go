@@ -174,6 +174,9 @@ type Totals struct {
 	TasksExpiredLeft int64 `json:"tasks_expired_left"`
 	OrphansFound     int64 `json:"orphans_found"`
 	OrphansLeft      int64 `json:"orphans_left"`
+	// TasksRunNotFound: tasks the closed-workflow rule kept because their
+	// run is missing from executions (reason run_not_found).
+	TasksRunNotFound int64 `json:"tasks_run_not_found,omitempty"`
 	TasksUnknown     int64 `json:"tasks_unknown,omitempty"`
 	QueuesUnknown    int64 `json:"queues_unknown,omitempty"`
 	BadRows          int64 `json:"bad_rows,omitempty"`
@@ -199,7 +202,8 @@ func totalsOf(s scavenger.Stats) Totals {
 		QueuesListed: s.QueuesListed, QueuesProcessed: s.QueuesProcessed, QueuesDeleted: s.QueuesDeleted,
 		QueuesKept: s.QueuesKept, TasksProcessed: s.TasksProcessed, TasksDeleted: s.TasksDeleted,
 		TasksExpiredLeft: s.TasksExpiredLeft, OrphansFound: s.OrphansFound, OrphansLeft: s.OrphansLeft,
-		TasksUnknown: s.TasksUnknown, QueuesUnknown: s.QueuesUnknown, BadRows: s.BadRowCount,
+		TasksRunNotFound: s.TasksRunNotFound,
+		TasksUnknown:     s.TasksUnknown, QueuesUnknown: s.QueuesUnknown, BadRows: s.BadRowCount,
 		FailedJobs: s.Errors, Retries: s.Retries, Dropped: s.Dropped,
 	}
 	if s.DryRun {
@@ -219,6 +223,7 @@ func (t *Totals) Add(o Totals) {
 	t.TasksExpiredLeft += o.TasksExpiredLeft
 	t.OrphansFound += o.OrphansFound
 	t.OrphansLeft += o.OrphansLeft
+	t.TasksRunNotFound += o.TasksRunNotFound
 	t.TasksUnknown += o.TasksUnknown
 	t.QueuesUnknown += o.QueuesUnknown
 	t.BadRows += o.BadRows

@@ -580,6 +580,9 @@ func printSummary(w io.Writer, st scavenger.Stats) {
 		fmt.Fprintf(w, ", %d kept (taken by a matching host since listed)", st.QueuesKept)
 	}
 	fmt.Fprintf(w, "\ntasks:  %d examined, %s %d\n", st.TasksProcessed, verb, tasks)
+	if st.TasksRunNotFound > 0 {
+		fmt.Fprintf(w, "kept:   %d tasks whose run is not in executions (run_not_found; --closed-deleted-runs deletes those of runs deleted by retention)\n", st.TasksRunNotFound)
+	}
 	if st.Deferred > 0 || st.Dropped > 0 || st.Retries > 0 {
 		fmt.Fprintf(w, "jobs:   %d deferred, %d dropped; %d transient errors retried\n", st.Deferred, st.Dropped, st.Retries)
 	}
@@ -628,30 +631,31 @@ func statsMap(st scavenger.Stats, statements int64) map[string]any {
 		causes = map[scavenger.Cause]int64{}
 	}
 	m := map[string]any{
-		"dry_run":            st.DryRun,
-		"outcome":            string(st.Outcome),
-		"cause":              string(st.Cause),
-		"resumed":            st.Resumed,
-		"resumed_from":       st.ResumedFrom,
-		"failures_by_cause":  causes,
-		"tasks_unknown":      st.TasksUnknown,
-		"queues_unknown":     st.QueuesUnknown,
-		"statements":         statements,
-		"queues_listed":      st.QueuesListed,
-		"queues_processed":   st.QueuesProcessed,
-		"queues_deleted":     st.QueuesDeleted,
-		"queues_kept":        st.QueuesKept,
-		"tasks_processed":    st.TasksProcessed,
-		"tasks_deleted":      st.TasksDeleted,
-		"tasks_expired_left": st.TasksExpiredLeft,
-		"orphans_found":      st.OrphansFound,
-		"deferred":           st.Deferred,
-		"dropped":            st.Dropped,
-		"errors":             st.Errors,
-		"retries":            st.Retries,
-		"bad_rows":           st.BadRowCount,
-		"elapsed_seconds":    st.Elapsed.Seconds(),
-		"pace":               st.Pace,
+		"dry_run":             st.DryRun,
+		"outcome":             string(st.Outcome),
+		"cause":               string(st.Cause),
+		"resumed":             st.Resumed,
+		"resumed_from":        st.ResumedFrom,
+		"failures_by_cause":   causes,
+		"tasks_unknown":       st.TasksUnknown,
+		"queues_unknown":      st.QueuesUnknown,
+		"statements":          statements,
+		"queues_listed":       st.QueuesListed,
+		"queues_processed":    st.QueuesProcessed,
+		"queues_deleted":      st.QueuesDeleted,
+		"queues_kept":         st.QueuesKept,
+		"tasks_processed":     st.TasksProcessed,
+		"tasks_deleted":       st.TasksDeleted,
+		"tasks_expired_left":  st.TasksExpiredLeft,
+		"tasks_run_not_found": st.TasksRunNotFound,
+		"orphans_found":       st.OrphansFound,
+		"deferred":            st.Deferred,
+		"dropped":             st.Dropped,
+		"errors":              st.Errors,
+		"retries":             st.Retries,
+		"bad_rows":            st.BadRowCount,
+		"elapsed_seconds":     st.Elapsed.Seconds(),
+		"pace":                st.Pace,
 	}
 	if st.DryRun {
 		m["would_delete"] = map[string]int64{"tasks": st.WouldDeleteTasks, "queues": st.WouldDeleteQueues}

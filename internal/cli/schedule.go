@@ -192,7 +192,7 @@ var scheduleSettings = map[string]string{
 	"compat": "Pass.Compat", "dry-run": "Pass.DryRun", "grace": "Pass.Grace", "unsafe-short-grace": "Pass.UnsafeShortGrace",
 	"tables": "Pass.Tables", "namespace": "Pass.Namespaces", "queue": "Pass.QueueGlob", "protect": "Pass.ProtectedPrefixes",
 	"past-live-head": "Pass.PastLiveHead", "below-ack-level": "Pass.BelowAckLevel", "orphans": "Pass.Orphans",
-	"closed-workflows": "Pass.ClosedWorkflows", "closed-global": "Pass.ClosedWorkflowsGlobal", "closed-cluster": "Pass.ClusterName",
+	"closed-workflows": "Pass.ClosedWorkflows", "closed-global": "Pass.ClosedWorkflowsGlobal", "closed-deleted-runs": "Pass.ClosedDeletedRuns", "closed-cluster": "Pass.ClusterName",
 	// The pace.
 	"workers": "Pass.Workers", "list-page-size": "Pass.ListPageSize", "task-batch-size": "Pass.TaskBatchSize",
 	"tasks-per-job": "Pass.TasksPerJob", "max-deletes-per-second": "Pass.MaxDeletesPerSecond",
