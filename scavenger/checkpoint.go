@@ -48,8 +48,8 @@ type Checkpoint struct {
 	// each table, then each table's orphan walk.
 	Walks []WalkPosition `json:"walks"`
 	// Checksum is Sum of the rest, written with it so that a damaged or
-	// hand-edited checkpoint is refused (Verify). Empty in checkpoints
-	// of builds before it, which are accepted.
+	// mixed-up checkpoint is refused (Verify). A checkpoint without one
+	// (of a build before it, or with it removed) is refused too.
 	Checksum string `json:"checksum,omitempty"`
 }
 
@@ -184,16 +184,17 @@ func (r Rules) Digest() string {
 }
 
 // Fits reports why cp does not belong to a pass of cfg over the database
-// id (an error wrapping ErrCheckpointMismatch; ErrCheckpointCorrupt if its
-// checksum does not match), or nil if the pass may resume from it: whole
-// (Verify), of this build's version, of the same database, partition and
-// rules (SettingsDigest), its positions and their finished runs inside the
-// partition, the runs in key order and at most MaxFinishedRuns. It is the
-// one test of whether a checkpoint belongs to a pass: Begin asks it of
-// Config.Resume before the pass starts (a host that would rather start
-// afresh asks it first), and Run again. Only the pass itself can tell
-// whether a position lies past its table's last row (Run refuses such a
-// checkpoint before any work, with ErrCheckpointMismatch too).
+// id (an error wrapping ErrCheckpointMismatch; ErrCheckpointUnverified if
+// its checksum does not verify), or nil if the pass may resume from it:
+// its checksum present and matching (Verify), of this build's version, of
+// the same database, partition and rules (SettingsDigest), its positions
+// and their finished runs inside the partition, the runs in key order
+// and at most MaxFinishedRuns. It is the one test of whether a checkpoint
+// belongs to a pass: Begin asks it of Config.Resume before the pass
+// starts (a host that would rather start afresh asks it first), and Run
+// again. Only the pass itself can tell whether a position lies past its
+// table's last row (Run refuses such a checkpoint before any work, with
+// ErrCheckpointMismatch too).
 func (cp *Checkpoint) Fits(cfg Config, id string) error {
 	if err := cp.Verify(); err != nil {
 		return err

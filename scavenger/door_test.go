@@ -176,6 +176,7 @@ func TestBeginResume(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Tables = []store.Table{store.V1, store.V2} // as Begin finds them: in the digest
 	fits := scavenger.Checkpoint{Version: scavenger.CheckpointVersion, Partition: cfg.Partition.String(), Settings: scavenger.SettingsDigest(cfg), Database: id}
+	fits.Checksum = fits.Sum() // as a pass writes it: only the spoiled field is at fault
 	for _, tc := range []struct {
 		name  string
 		spoil func(*scavenger.Checkpoint)
@@ -191,6 +192,7 @@ func TestBeginResume(t *testing.T) {
 			before := testdb.Digest(t, db)
 			cp := fits
 			tc.spoil(&cp)
+			cp.Checksum = cp.Sum()
 			if err := cp.Fits(cfg, id); !errors.Is(err, scavenger.ErrCheckpointMismatch) {
 				t.Fatalf("Fits: %v, want ErrCheckpointMismatch", err)
 			}

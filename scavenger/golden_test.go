@@ -3,6 +3,7 @@ package scavenger_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,9 +81,11 @@ func TestSettingsDigestGolden(t *testing.T) {
 
 // TestCheckpointGoldenAccepted: a checkpoint file written by the build
 // before the config split (a dry run of partition 0/2 with PastLiveHead,
-// stopped after its first queue page) is accepted by a pass of the same
-// settings, and refused by one of other settings. Only its database
-// identity is replaced: a file's identity is that of the file.
+// stopped after its first queue page), sealed with its checksum as this
+// build writes one, is accepted by a pass of the same settings, and
+// refused by one of other settings; unsealed (that build wrote none) it
+// is refused. Only its database identity is replaced: a file's identity
+// is that of the file.
 func TestCheckpointGoldenAccepted(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join("testdata", "checkpoint-before-split.json")
@@ -128,7 +131,17 @@ func TestCheckpointGoldenAccepted(t *testing.T) {
 	if cp.Database, err = db.Identity(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The build that wrote it wrote no checksum: as it is, it is refused
+	// (a checkpoint is trusted only when it verifies). Sealed, as a pass
+	// of this build would have written it, its settings digest is what
+	// is tested.
 	c := cfg()
+	c.Resume = &cp
+	if _, err := scavenger.New(db, c).Run(ctx); !errors.Is(err, scavenger.ErrCheckpointUnverified) {
+		t.Errorf("the golden checkpoint, which has no checksum: %v, want ErrCheckpointUnverified", err)
+	}
+	cp.Checksum = cp.Sum()
+	c = cfg()
 	c.Resume = &cp
 	if _, err := scavenger.New(db, c).Run(ctx); err != nil {
 		t.Errorf("the golden checkpoint is refused: %v", err)

@@ -14,16 +14,31 @@ import (
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
-// ErrCheckpointCorrupt is wrapped by the error of a checkpoint whose
-// checksum does not match its contents: a file damaged on disk or edited
-// by hand. It wraps ErrCheckpointMismatch, so a host that refuses (or
+// ErrCheckpointUnverified is wrapped by the error of a checkpoint whose
+// checksum does not verify: it has none (removed, or written by a build
+// before checksums), it is of a version that carries none, or the one it
+// carries does not match its contents (ErrCheckpointCorrupt). A
+// checkpoint is trusted only when it verifies: one without a checksum
+// would let anyone who drops the field resume a pass past rows it never
+// examined. It wraps ErrCheckpointMismatch, so a host that refuses (or
 // starts afresh from) a checkpoint of another pass does the same with it.
-var ErrCheckpointCorrupt = fmt.Errorf("%w: its checksum does not match its contents (damaged, edited by hand, or written by a newer build with fields this one does not know)", ErrCheckpointMismatch)
+var ErrCheckpointUnverified = fmt.Errorf("%w: its checksum does not verify", ErrCheckpointMismatch)
+
+// ErrCheckpointCorrupt is wrapped by the error of a checkpoint whose
+// checksum does not match its contents: a file damaged on disk, mixed up
+// with another or edited by hand. It wraps ErrCheckpointUnverified.
+var ErrCheckpointCorrupt = fmt.Errorf("%w: it does not match its contents (damaged, edited, or written by a newer build with fields this one does not know)", ErrCheckpointUnverified)
 
 // Sum returns the checksum of cp's contents (everything but Checksum):
 // "sha256:" and the hex of the SHA-256 of their JSON encoding. The
 // encoding of a struct is fixed by its fields, so the sum of a
 // checkpoint read back from its JSON is the one it was written with.
+//
+// The checksum finds damage and mix-ups (a file cut short, a byte
+// flipped, a field changed by a tool that does not know it), not a
+// deliberate edit: anyone who can write the file can compute it again.
+// It is no signature, and needs none: a checkpoint holds positions only,
+// so an edited one can make a pass skip work, never delete a live row.
 func (cp Checkpoint) Sum() string {
 	cp.Checksum = ""
 	b, err := json.Marshal(cp)
@@ -35,26 +50,30 @@ func (cp Checkpoint) Sum() string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Verify reports whether cp's checksum matches its contents: nil if it
-// does, or if cp has none (written by a build before checksums: accepted,
-// and its positions are checked as every checkpoint's are); an error
-// wrapping ErrCheckpointCorrupt if not.
+// firstChecksumVersion is the first checkpoint version that carries a
+// checksum (its builds since ae00dcf write one; version 0 was never
+// written, so a checkpoint of version 0 or without one is not a pass's).
+const firstChecksumVersion = 1
+
+// Verify reports whether cp's checksum verifies: nil if it matches cp's
+// contents; otherwise an error wrapping ErrCheckpointUnverified that says
+// why: cp is of a version that carries no checksum, it has none, or it
+// does not match (ErrCheckpointCorrupt). A checkpoint of a version newer
+// than this build's is refused here too (ErrCheckpointMismatch alone):
+// this build cannot tell what its checksum covers.
 func (cp *Checkpoint) Verify() error {
-	if cp.Checksum == "" {
-		return nil
+	switch {
+	case cp.Version < firstChecksumVersion:
+		return fmt.Errorf("%w: it is of version %d, which carries no checksum (this build reads version %d)", ErrCheckpointUnverified, cp.Version, CheckpointVersion)
+	case cp.Version > CheckpointVersion:
+		return fmt.Errorf("%w: it is of version %d, this build reads version %d", ErrCheckpointMismatch, cp.Version, CheckpointVersion)
+	case cp.Checksum == "":
+		return fmt.Errorf("%w: it has none (removed, or written by a build before checksums): a checkpoint is trusted only when its checksum verifies", ErrCheckpointUnverified)
 	}
 	if got := cp.Sum(); got != cp.Checksum {
 		return fmt.Errorf("%w (it says %s, its contents sum to %s)", ErrCheckpointCorrupt, cp.Checksum, got)
 	}
 	return nil
-}
-
-// checksumState says, for the log, whether cp's checksum was verified.
-func checksumState(cp *Checkpoint) string {
-	if cp.Checksum == "" {
-		return "none (written by an earlier build): accepted, positions checked"
-	}
-	return "verified"
 }
 
 // FitsTables reports why the pass may not resume from cp's positions in

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -38,11 +39,14 @@ func recordCheckpoints(cfg *scavenger.Config) func() []scavenger.Checkpoint {
 }
 
 // TestCheckpointChecksum: every checkpoint a pass writes carries the
-// checksum of its contents, which survives its JSON; a checkpoint whose
-// contents were changed after it was written (a position moved ahead, a
-// walk marked done, another partition) is refused before any work with
-// ErrCheckpointCorrupt, and one without a checksum (a build before them)
-// is accepted. SQLite: the checksum is the same code on every engine.
+// checksum of its contents, which survives its JSON; a checkpoint is
+// trusted only when its checksum verifies: one whose contents were
+// changed after it was written (a position moved ahead, a walk marked
+// done, another partition), one whose checksum was removed (with a walk
+// marked done too, or alone: a build before checksums wrote none), one of
+// a version that carries none and one of a newer version are refused
+// before any work, naming why. SQLite: the checksum is the same code on
+// every engine.
 func TestCheckpointChecksum(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.Open(t, sqlstore.SQLite)
@@ -70,42 +74,56 @@ func TestCheckpointChecksum(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.Verify() != nil {
 		t.Fatalf("the checkpoint read back from its JSON does not verify (%v): %s", err, b)
 	}
-	edits := map[string]func(*scavenger.Checkpoint){
-		"position moved ahead": func(c *scavenger.Checkpoint) { c.Walks[0].After = &store.QueueKey{RangeHash: math.MaxUint32 - 1} },
-		"walk marked done":     func(c *scavenger.Checkpoint) { c.Walks[0].Done = true },
-		"a byte of its id": func(c *scavenger.Checkpoint) {
+	c := partitionConfig(scavenger.Partition{})
+	c.DryRun, c.Resume = true, &back
+	if st, err := scavenger.New(db, c).Run(ctx); err != nil || !st.Resumed {
+		t.Fatalf("the checkpoint as written: resumed %t, %v; want it accepted", st.Resumed, err)
+	}
+	cases := []struct {
+		name string
+		edit func(*scavenger.Checkpoint)
+		want error  // what the refusal wraps
+		says string // and what it says
+	}{
+		{"position moved ahead", func(c *scavenger.Checkpoint) { c.Walks[0].After = &store.QueueKey{RangeHash: math.MaxUint32 - 1} }, scavenger.ErrCheckpointCorrupt, "does not match its contents"},
+		{"walk marked done", func(c *scavenger.Checkpoint) { c.Walks[0].Done = true }, scavenger.ErrCheckpointCorrupt, "does not match its contents"},
+		{"a byte of its id", func(c *scavenger.Checkpoint) {
 			c.Walks[0].After.ID = bytes.Clone(c.Walks[0].After.ID)
 			c.Walks[0].After.ID[0]++
-		},
-		"another partition": func(c *scavenger.Checkpoint) { c.Partition = "1/2" },
-		"another checksum":  func(c *scavenger.Checkpoint) { c.Checksum = "sha256:00" },
+		}, scavenger.ErrCheckpointCorrupt, "does not match its contents"},
+		{"another partition", func(c *scavenger.Checkpoint) { c.Partition = "1/2" }, scavenger.ErrCheckpointCorrupt, "does not match its contents"},
+		{"another checksum", func(c *scavenger.Checkpoint) { c.Checksum = "sha256:00" }, scavenger.ErrCheckpointCorrupt, "does not match its contents"},
+		// The repro of issue 39: every walk marked done and the checksum
+		// deleted resumed to a completed pass that examined nothing.
+		{"walks marked done, checksum removed", func(c *scavenger.Checkpoint) {
+			for i := range c.Walks {
+				c.Walks[i].Done = true
+			}
+			c.Checksum = ""
+		}, scavenger.ErrCheckpointUnverified, "it has none"},
+		{"checksum removed", func(c *scavenger.Checkpoint) { c.Checksum = "" }, scavenger.ErrCheckpointUnverified, "it has none"},
+		{"version 0, no checksum", func(c *scavenger.Checkpoint) { c.Version, c.Checksum = 0, "" }, scavenger.ErrCheckpointUnverified, "version 0, which carries no checksum"},
+		{"version 0, checksum made again", func(c *scavenger.Checkpoint) { c.Version = 0; c.Checksum = c.Sum() }, scavenger.ErrCheckpointUnverified, "version 0, which carries no checksum"},
+		{"a newer version", func(c *scavenger.Checkpoint) { c.Version++; c.Checksum = c.Sum() }, scavenger.ErrCheckpointMismatch, "this build reads version"},
 	}
-	for name, edit := range edits {
+	for _, tc := range cases {
 		var cp scavenger.Checkpoint
 		if err := json.Unmarshal(b, &cp); err != nil {
 			t.Fatal(err)
 		}
-		edit(&cp)
+		tc.edit(&cp)
+		if err := cp.Verify(); !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.says) {
+			t.Errorf("%s: Verify: %v, want %v saying %q", tc.name, err, tc.want, tc.says)
+		}
 		c := partitionConfig(scavenger.Partition{})
 		c.DryRun, c.Resume = true, &cp
 		st, err := scavenger.New(db, c).Run(ctx)
-		if !errors.Is(err, scavenger.ErrCheckpointCorrupt) || !errors.Is(err, scavenger.ErrCheckpointMismatch) {
-			t.Errorf("%s: %v, want ErrCheckpointCorrupt", name, err)
+		if !errors.Is(err, tc.want) || !errors.Is(err, scavenger.ErrCheckpointMismatch) || !strings.Contains(fmt.Sprint(err), tc.says) {
+			t.Errorf("%s: Run: %v, want %v saying %q", tc.name, err, tc.want, tc.says)
 		}
-		if st.QueuesListed != 0 || st.TasksProcessed != 0 {
-			t.Errorf("%s: the refused pass listed %d queues and read %d tasks", name, st.QueuesListed, st.TasksProcessed)
+		if st.Resumed || st.QueuesListed != 0 || st.TasksProcessed != 0 {
+			t.Errorf("%s: the refused pass resumed (%t), listed %d queues and read %d tasks", tc.name, st.Resumed, st.QueuesListed, st.TasksProcessed)
 		}
-	}
-	legacy := back
-	legacy.Checksum = ""
-	c := partitionConfig(scavenger.Partition{})
-	c.DryRun, c.Resume = true, &legacy
-	upgraded := recordCheckpoints(&c)
-	if st, err := scavenger.New(db, c).Run(ctx); err != nil || !st.Resumed {
-		t.Fatalf("a checkpoint without a checksum: resumed %t, %v; want it accepted", st.Resumed, err)
-	}
-	if got := upgraded(); len(got) == 0 || got[0].Checksum == "" {
-		t.Errorf("the pass resumed from a checkpoint without a checksum wrote %d checkpoints, the first without one", len(got))
 	}
 }
 

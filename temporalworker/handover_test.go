@@ -291,3 +291,63 @@ func TestHeartbeatPastTheTable(t *testing.T) {
 		t.Errorf("the partition left %s, a clean pass %s", got, want)
 	}
 }
+
+// TestHeartbeatUnverified: a retry whose heartbeat's checkpoint fits the
+// pass (same database, partition, rules) but does not verify (its
+// checksum removed, as issue 39's edit did, with every walk marked done;
+// a wrong checksum; a version that carries none) starts from its first
+// hash, says why in its result (resume_refused), and deletes what a
+// clean pass does, as it does for a newer build's heartbeat: resumed, it
+// would have completed having examined nothing.
+func TestHeartbeatUnverified(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*scavenger.Checkpoint)
+		says string
+	}{
+		{"checksum removed", func(cp *scavenger.Checkpoint) { cp.Checksum = "" }, "it has none"},
+		{"another checksum", func(cp *scavenger.Checkpoint) { cp.Checksum = "sha256:00" }, "does not match its contents"},
+		{"version 0", func(cp *scavenger.Checkpoint) { cp.Version = 0; cp.Checksum = "" }, "version 0, which carries no checksum"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db := seeded(t)
+			d := newDatabase(t, db)
+			desc := describe(t, d, 1)
+			cfg, err := desc.Config(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var walks []scavenger.WalkPosition
+			for _, w := range []scavenger.Walk{scavenger.WalkQueues, scavenger.WalkOrphans} {
+				for _, tb := range []store.Table{store.V1, store.V2} {
+					walks = append(walks, scavenger.WalkPosition{Walk: w, Table: tb, Done: true})
+				}
+			}
+			cp := scavenger.Checkpoint{Version: scavenger.CheckpointVersion, Partition: cfg.Partition.String(), Settings: scavenger.SettingsDigest(cfg),
+				Database: identity(t, d), Walks: walks}
+			cp.Checksum = cp.Sum()
+			if err := cp.Fits(cfg, identity(t, d)); err != nil {
+				t.Fatalf("the checkpoint, sealed, does not fit: %v", err)
+			}
+			c.edit(&cp)
+			var (
+				beats []Progress
+				mu    sync.Mutex
+			)
+			env := activityEnv(t, &Activities{DB: d, Logger: quiet()}, &beats, &mu)
+			env.SetHeartbeatDetails(Progress{Version: ProgressVersion, Partition: 0, Partitions: 1, Attempt: 1, Checkpoint: &cp, Final: true})
+			res := runPartition(t, env, PartitionInput{Pass: desc})
+			clean, want := cleanPass(t, desc)
+			if res.Resumed || !strings.Contains(res.ResumeRefused, c.says) {
+				t.Errorf("resumed %t, refused %q: want not resumed, refused saying %q", res.Resumed, res.ResumeRefused, c.says)
+			}
+			if res.Outcome != string(scavenger.Completed) || res.ThisAttempt.TasksDeleted != clean.TasksDeleted || clean.TasksDeleted == 0 {
+				t.Errorf("result %+v: want a completed partition that deleted what a clean pass does (%d tasks)", res, clean.TasksDeleted)
+			}
+			if got := digest(t, db); got != want {
+				t.Errorf("the partition left %s, a clean pass %s", got, want)
+			}
+		})
+	}
+}

@@ -15,8 +15,8 @@ import (
 
 // loadCheckpoint reads the checkpoint at path: nil if there is none, or
 // with fresh (whose positions are ignored). A file that is not a
-// checkpoint, or whose checksum does not match its contents, is bad
-// input.
+// checkpoint, or whose checksum does not verify (none, a wrong one, a
+// version that carries none), is bad input.
 func loadCheckpoint(path string, fresh bool) (*scavenger.Checkpoint, error) {
 	b, err := readfile.Regular(path, maxCheckpointBytes)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && fresh) {
@@ -29,9 +29,10 @@ func loadCheckpoint(path string, fresh bool) (*scavenger.Checkpoint, error) {
 	if err := json.Unmarshal(b, &cp); err != nil {
 		return nil, usagef("--checkpoint %s is not a checkpoint (%v): remove it, or pass --fresh", path, err)
 	}
-	// A damaged or edited file is refused here, before the database is
-	// opened; one of a build before checksums has none and is accepted
-	// (its positions are checked by the pass, and its next write has one).
+	// A damaged, mixed-up or edited file is refused here, before the
+	// database is opened. One without a checksum is refused too, though
+	// a build before checksums wrote it: accepting it would make deleting
+	// the field a way past the check, and --fresh costs only redone work.
 	if err := cp.Verify(); err != nil {
 		return nil, usagef("--checkpoint %s: %v: remove it, or pass --fresh to start over", path, err)
 	}

@@ -2,7 +2,8 @@ package cli_test
 
 // run --checkpoint FILE: a file that is damaged, edited or does not fit
 // the pass is refused with exit status 2 naming it, never a silent fresh
-// start or a silent skip; a file of the build before checksums is accepted.
+// start or a silent skip; a file without a checksum (the build before
+// checksums wrote none) is refused too.
 
 import (
 	"context"
@@ -58,41 +59,74 @@ func writeCheckpoint(t *testing.T, cp scavenger.Checkpoint) string {
 }
 
 // TestCheckpointFileOldFormat: the golden file of the build before
-// checksums is accepted: the pass resumes from it (says so in its JSON and
-// its log, which names the missing checksum), completes and removes it.
-// Accepted rather than refused: it holds positions only, which are
-// checked against the partition and the tables as every file's are, and
-// refusing it would make every pass killed across the upgrade start over.
+// checksums is refused with exit status 2, naming the file and that it
+// has no checksum, before any row is deleted, and the file is left;
+// --fresh then starts over and completes. A checkpoint is trusted only
+// when it verifies: accepting one without a checksum would make deleting
+// the field a way past the check (issue 39), and a pass killed across
+// the upgrade only redoes work.
 func TestCheckpointFileOldFormat(t *testing.T) {
 	setEnv(t, nil)
 	db := seedFile(t)
+	before := countTasks(t, db)
 	file := writeCheckpoint(t, goldenCheckpoint(t, db))
 	code, stdout, stderr := tqs("run", "--db", db, "--checkpoint", file, "--output", "json")
+	if code != cli.ExitUsage || !strings.Contains(stderr, file) || !strings.Contains(stderr, "it has none") || !strings.Contains(stderr, "--fresh") {
+		t.Fatalf("exit %d, want %d naming %s, saying it has no checksum and --fresh: %s", code, cli.ExitUsage, file, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("a refused checkpoint printed a result: %s", stdout)
+	}
+	if after := countTasks(t, db); after != before {
+		t.Errorf("tasks %d → %d: a refused checkpoint let the pass work", before, after)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the refused checkpoint file is gone: %v", err)
+	}
+	code, stdout, stderr = tqs("run", "--db", db, "--checkpoint", file, "--fresh", "--output", "json")
 	if code != cli.ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
+		t.Fatalf("--fresh: exit %d: %s", code, stderr)
 	}
 	var out struct {
-		Outcome     string `json:"outcome"`
-		Resumed     bool   `json:"resumed"`
-		ResumedFrom []any  `json:"resumed_from"`
+		Outcome string `json:"outcome"`
+		Resumed bool   `json:"resumed"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}
-	if out.Outcome != "completed" || !out.Resumed || len(out.ResumedFrom) != 4 {
-		t.Errorf("outcome %q resumed %t from %v: want completed, resumed from the file's 4 positions", out.Outcome, out.Resumed, out.ResumedFrom)
+	if out.Outcome != "completed" || out.Resumed {
+		t.Errorf("--fresh: outcome %q resumed %t: want completed, not resumed", out.Outcome, out.Resumed)
 	}
-	if !strings.Contains(stderr, "resuming from checkpoint") || !strings.Contains(stderr, "none (written by an earlier build)") {
-		t.Errorf("the log does not say it resumed from a checkpoint without a checksum: %s", stderr)
+}
+
+// unsealed returns the checkpoint file at path edited as
+// jq '(.walks|=map(.done=true))|del(.checksum)' would: every walk done,
+// the checksum gone (issue 39's repro).
+func unsealed(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(file); !os.IsNotExist(err) {
-		t.Errorf("the completed pass left its checkpoint file: %v", err)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
 	}
+	for _, w := range m["walks"].([]any) {
+		w.(map[string]any)["done"] = true
+	}
+	delete(m, "checksum")
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeTemp(t, "unsealed.checkpoint", string(out))
 }
 
 // TestCheckpointFileRefused: a checkpoint file that is damaged (cut
 // short), edited after it was written (a position moved ahead, a walk
-// marked done: its checksum no longer matches), or whose checksummed
+// marked done: its checksum no longer matches; every walk marked done and
+// the checksum deleted; a version that carries no checksum), or whose checksummed
 // positions do not fit the database (past a table's last row) or are not
 // what a pass writes (more finished runs than it records) is refused
 // with exit status 2, naming the file and why, before any row is
@@ -113,10 +147,12 @@ func TestCheckpointFileRefused(t *testing.T) {
 	cases := map[string]struct {
 		file, says string
 	}{
-		"cut short":            {writeTemp(t, "short.checkpoint", string(b[:len(b)/2])), "is not a checkpoint"},
-		"position moved ahead": {writeTemp(t, "ahead.checkpoint", strings.Replace(string(b), `"RangeHash": 543068950`, `"RangeHash": 4000000000`, 1)), "checksum does not match"},
-		"walk marked done":     {writeTemp(t, "done.checkpoint", strings.Replace(string(b), `"table": 1,`, `"table": 1, "done": true,`, 1)), "checksum does not match"},
-		"past the last row":    {writeCheckpoint(t, sealed(func(cp *scavenger.Checkpoint) { cp.Walks[1].After = past })), "past the last row of task_queues"},
+		"cut short":                    {writeTemp(t, "short.checkpoint", string(b[:len(b)/2])), "is not a checkpoint"},
+		"position moved ahead":         {writeTemp(t, "ahead.checkpoint", strings.Replace(string(b), `"RangeHash": 543068950`, `"RangeHash": 4000000000`, 1)), "checksum does not verify: it does not match"},
+		"walk marked done":             {writeTemp(t, "done.checkpoint", strings.Replace(string(b), `"table": 1,`, `"table": 1, "done": true,`, 1)), "checksum does not verify: it does not match"},
+		"walks done, checksum removed": {unsealed(t, good), "checksum does not verify: it has none"},
+		"version 0":                    {writeTemp(t, "v0.checkpoint", strings.Replace(strings.Replace(string(b), `"version": 1,`, `"version": 0,`, 1), `"checksum"`, `"x"`, 1)), "version 0, which carries no checksum"},
+		"past the last row":            {writeCheckpoint(t, sealed(func(cp *scavenger.Checkpoint) { cp.Walks[1].After = past })), "past the last row of task_queues"},
 		"too many finished runs": {writeCheckpoint(t, sealed(func(cp *scavenger.Checkpoint) {
 			for i := range scavenger.MaxFinishedRuns + 1 {
 				k := store.QueueKey{RangeHash: 4000000000 + uint32(i), ID: []byte{1}}

@@ -64,8 +64,9 @@ func waitFile(t *testing.T, p *proc, path string, limit time.Duration) {
 // (atomic write); the rerun resumes (it lists fewer queue rows and
 // examines fewer tasks than are left, which a pass from the first row
 // would), exits 0, removes the file, and leaves the database digest-equal
-// to a clean pass over an identical copy; a checkpoint of another database
-// or with other settings is refused with status 2 and changes nothing.
+// to a clean pass over an identical copy; a checkpoint of another database,
+// with other settings, or with its walks marked done and its checksum
+// removed is refused with status 2 and changes nothing.
 func TestCheckpointSIGKILL(t *testing.T) {
 	for i, e := range []string{"sqlite", "postgres", "mysql"} {
 		t.Run(e, func(t *testing.T) {
@@ -127,6 +128,24 @@ func TestCheckpointSIGKILL(t *testing.T) {
 			code, out = tqs(t, time.Minute, append(args, "--grace", "96h")...)
 			if code != 2 || !strings.Contains(out, "other settings") {
 				t.Errorf("a checkpoint with other settings: exit %d, want 2 naming them:\n%s", code, out)
+			}
+			// Issue 39: every walk marked done and the checksum deleted
+			// (jq '(.walks|=map(.done=true))|del(.checksum)') resumed to
+			// a completed pass that examined nothing.
+			var m map[string]any
+			if err := json.Unmarshal(saved, &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range m["walks"].([]any) {
+				w.(map[string]any)["done"] = true
+			}
+			delete(m, "checksum")
+			edited := filepath.Join(t.TempDir(), "edited.checkpoint")
+			eb, _ := json.Marshal(m)
+			os.WriteFile(edited, eb, 0o644)
+			code, out = tqs(t, time.Minute, "run", "--db", dsnOf(db), "--now", now, "--progress", "never", "--checkpoint", edited)
+			if code != 2 || !strings.Contains(out, edited) || !strings.Contains(out, "checksum does not verify: it has none") {
+				t.Errorf("a checkpoint without its checksum: exit %d, want 2 naming it and why:\n%s", code, out)
 			}
 			if got := testdb.Digest(t, db); got != before {
 				t.Fatalf("a refused checkpoint changed the database: %s, was %s", got, before)
