@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/tqscavenger/tqscavenger/internal/redact"
 )
 
 // The gentle pace's best signal, where the operator gives Temporal's
@@ -69,14 +70,10 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// redactURL is u with any password masked, for logs and errors.
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(an endpoint that is not a URL)"
-	}
-	return p.Redacted()
-}
+// redactURL is u with its secrets masked (user info, token-like
+// parameters), for logs and errors: internal/redact's rules, as every
+// other output's.
+func redactURL(u string) string { return redact.URL(u) }
 
 // scrape reads one endpoint's persistence latency.
 func scrape(ctx context.Context, client *http.Client, endpoint string) (sum float64, count uint64, err error) {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tqscavenger/tqscavenger/internal/redact"
 	"github.com/tqscavenger/tqscavenger/suggest"
 )
 
@@ -71,9 +72,20 @@ func ParseDSN(s string) (DSN, error) {
 		}
 		return sqlitePath(s, p)
 	case "postgres", "postgresql", "mysql", "mariadb":
+		// A password with an unescaped @, /, ? or # splits where the user
+		// did not mean it to: the parser's host, path or query would hold
+		// part of it, and the error would name the wrong cause. Such a DSN
+		// is echoed as its scheme only (redact.URL).
+		shown := strings.ToLower(scheme) + "://" + redact.Mask
+		if strings.Count(s, "@") > 1 {
+			return DSN{}, fmt.Errorf("%w: %s: more than one @: the password holds an unescaped @: percent-encode it as %%40 (an @ in the user or a parameter too; and /, ?, #, %% as %%2F, %%3F, %%23, %%25)", ErrBadDSN, shown)
+		}
 		u, err := url.Parse(s)
 		if err != nil {
-			return DSN{}, fmt.Errorf("%w: cannot parse %s URL (check for characters that need percent-encoding in the password)", ErrBadDSN, scheme)
+			return DSN{}, fmt.Errorf("%w: %s: cannot parse it as a URL: the password (or user) holds a character that needs percent-encoding (/ as %%2F, ? as %%3F, # as %%23, %% as %%25, @ as %%40)", ErrBadDSN, shown)
+		}
+		if u.Host != "" && (strings.Contains(s, "@") && u.User == nil || redact.Value(u) == shown) {
+			return DSN{}, fmt.Errorf("%w: %s: the password (or user) holds an unescaped /, ? or #: percent-encode it (/ as %%2F, ? as %%3F, # as %%23)", ErrBadDSN, shown)
 		}
 		if u.Host == "" {
 			return DSN{}, fmt.Errorf("%w: %s has no host: use %s://user:pass@host:port/database", ErrBadDSN, Redact(s), strings.ToLower(scheme))
@@ -174,79 +186,20 @@ func (d DSN) Database() string {
 // String returns the DSN with its password masked.
 func (d DSN) String() string {
 	if d.URL != nil {
-		return redactURL(d.URL)
+		return redact.Value(d.URL)
 	}
 	return "sqlite:" + d.Path
 }
 
-// secretParam matches the names of query parameters that hold a secret:
-// pgx reads password and sslpassword from the query as well as from the
-// user info, SQLite drivers take _auth_pass, others pass, pwd, token.
-var secretParam = regexp.MustCompile(`(?i)(pass|pwd|secret|token)`)
+// Redact masks the secrets of a DSN string, for logs and errors: its
+// password, secret query parameters, password=… pairs (libpq's key=value
+// strings); a URL that does not parse as its parts say (a password with
+// an unescaped @, /, ?, #) is shown as its scheme only. The rules are
+// internal/redact's, the one place every output masks secrets through.
+func Redact(s string) string { return redact.URL(s) }
 
-// redactURL formats u with every password masked.
-func redactURL(u *url.URL) string {
-	q := u.Query()
-	masked := false
-	for p := range q {
-		if secretParam.MatchString(p) {
-			q.Set(p, "xxxxx")
-			masked = true
-		}
-	}
-	if masked {
-		c := *u
-		c.RawQuery = q.Encode()
-		u = &c
-	}
-	return u.Redacted()
-}
-
-// secretPairs matches the password=… pairs of a key=value string (libpq's
-// form), quoted or not.
-var secretPairs = regexp.MustCompile(`(?i)\b([a-z_]*(?:pass|pwd|secret|token)[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
-
-// Redact masks the password of a DSN string, for logs and errors. Strings
-// that do not parse as URLs with a user, such as "mysql:u:pw@h/db" or
-// go-sql-driver's "u:pw@tcp(h)/db", are returned with everything between
-// the scheme (or the start) and the last "@" masked; password=… pairs,
-// as in libpq's key=value strings, are masked wherever they are.
-func Redact(s string) string {
-	s = secretPairs.ReplaceAllString(s, "${1}xxxxx")
-	if u, err := url.Parse(s); err == nil && (u.User != nil || u.Host != "") {
-		return redactURL(u)
-	}
-	j := strings.LastIndexByte(s, '@')
-	if j < 0 || !strings.Contains(s[:j], ":") {
-		return s // no user:password@ (a file path may hold an @)
-	}
-	start := strings.Index(s, "://") + 3
-	if start < 3 {
-		start = strings.IndexByte(s, ':') + 1
-		if m := schemeForm.FindStringSubmatch(s); m == nil || !slices.Contains(schemes, strings.ToLower(m[1])) {
-			start = 0 // user:pass@… without a scheme of ours: what precedes ':' may be the user, not a scheme
-		}
-	}
-	if start >= 0 && start < j {
-		return s[:start] + "xxxxx" + s[j:]
-	}
-	return s
-}
-
-// RedactText masks every password in a free text, such as an error
-// message that quotes a command line argument: each word that holds a
-// user:password@ (a URL, a mistyped one, go-sql-driver's form) and every
-// password=… pair, as Redact masks them. A last line of defence for
-// messages about input that did not parse, whose shape is unknown.
-func RedactText(s string) string {
-	s = secretPairs.ReplaceAllString(s, "${1}xxxxx")
-	return wordWithAt.ReplaceAllStringFunc(s, func(w string) string {
-		if !hasCredentials(w) || strings.Contains(w, "//user:pass@") {
-			return w // the forms' own example, in a hint
-		}
-		return Redact(w)
-	})
-}
-
-// wordWithAt matches a word (no white space) that holds an @.
-var wordWithAt = regexp.MustCompile(`\S*@\S*`)
+// RedactText masks every secret in a free text, such as an error
+// message that quotes a command line argument (internal/redact.Text). A
+// last line of defence for messages about input that did not parse,
+// whose shape is unknown.
+func RedactText(s string) string { return redact.Text(s) }

@@ -83,6 +83,13 @@ func TestParseDSNErrors(t *testing.T) {
 		{"mysql://u:" + secret + "@h:3306", "use mysql://user:pass@host:port/database"},
 		{"mysql://u:" + secret + "@h/a/b", "names no database"},
 		{"mysql:u:" + secret + "@h/db", "has no host"},
+		// Issue 39: a password with an unescaped @, /, ? or #: the cause
+		// named, the DSN shown as its scheme only.
+		{"postgres://scav:Kq7@" + secret + "/9vLm2@db.internal:5432/temporal", "the password holds an unescaped @: percent-encode it as %40"},
+		{"mysql://scav:Kq7@" + secret + "/9vLm2@db.internal:3306/temporal", "the password holds an unescaped @: percent-encode it as %40"},
+		{"postgres://scav:123/" + secret + "@db.internal/temporal", "holds an unescaped /, ? or #"},
+		{"mysql://scav:1#" + secret + "@db.internal/temporal", "holds an unescaped /, ? or #"},
+		{"postgres://scav:" + secret + "/x@db.internal/temporal", "needs percent-encoding"},
 		// Not valid percent-encoding: the parser's own message would quote
 		// the whole string.
 		{"postgres://u:" + secret + "%zz@h/db", "percent-encoding"},
@@ -124,7 +131,11 @@ func TestRedact(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"postgres://u:" + secret + "@h/db", "postgres://u:xxxxx@h/db"},
 		{"mysql://u:" + secret + "@h:3306/db?tls=true", "mysql://u:xxxxx@h:3306/db?tls=true"},
-		{"mysql://u:" + secret + "%zz@h/db", "mysql://xxxxx@h/db"}, // does not parse
+		{"mysql://u:" + secret + "%zz@h/db", "mysql://xxxxx"}, // does not parse: the scheme only
+		// Issue 39: a password holding @ then /, split where the user did
+		// not mean it: the scheme only.
+		{"postgres://scav:Kq7@" + secret + "/9vLm2@db.internal:5432/temporal", "postgres://xxxxx"},
+		{"mysql://scav:Kq7@" + secret + "/9vLm2@db.internal:3306/temporal", "mysql://xxxxx"},
 		{"postgres://h/db", "postgres://h/db"},
 		{"postgres://h/db?password=" + secret, "postgres://h/db?password=xxxxx"},
 		{"postgres://u@h/db?sslmode=disable&password=" + secret, "postgres://u@h/db?password=xxxxx&sslmode=disable"},
@@ -133,7 +144,7 @@ func TestRedact(t *testing.T) {
 		{"host=db user=u password=" + secret + " dbname=t", "host=db user=u password=xxxxx dbname=t"},
 		{"host=db password='" + secret + " \\' x' dbname=t", "host=db password=xxxxx dbname=t"},
 		{"host=db sslpassword=" + secret, "host=db sslpassword=xxxxx"},
-		{"postgress://u:" + secret + "@h/db", "postgress://u:xxxxx@h/db"},
+		{"postgress://u:" + secret + "@h/db", "postgress://xxxxx@h/db"}, // not a database's: the whole user info
 		{"/data/backup@2026.db", "/data/backup@2026.db"},
 	} {
 		if got := sqlstore.Redact(c.in); got != c.want {

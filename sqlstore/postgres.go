@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/tqscavenger/tqscavenger/internal/redact"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -249,13 +250,13 @@ func redactErr(err error, d DSN) string {
 			secrets = append(secrets, p)
 		}
 		for name, vs := range d.URL.Query() {
-			if secretParam.MatchString(name) {
+			if redact.SecretName(name) {
 				secrets = append(secrets, vs...)
 			}
 		}
 		for _, p := range secrets {
 			if p != "" {
-				s = strings.ReplaceAll(s, p, "xxxxx")
+				s = strings.ReplaceAll(s, p, redact.Mask)
 			}
 		}
 	}

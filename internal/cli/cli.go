@@ -280,7 +280,7 @@ func (c command) cobra(ctx context.Context, e *env, parent string) *cobra.Comman
 			return err
 		}
 		inv := &invocation{env: e, fs: fs, origins: o, args: args}
-		return run(ctx, inv)
+		return hideFileValues(run(ctx, inv), fs, o)
 	}
 	for _, s := range c.subs {
 		cc.AddCommand(s.cobra(ctx, e, c.name))

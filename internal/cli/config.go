@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tqscavenger/tqscavenger/daemon"
+	"github.com/tqscavenger/tqscavenger/internal/redact"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -77,10 +78,10 @@ func configCmd(w io.Writer, ss *serveSettings) error {
 }
 
 // isSecret reports whether the setting name, whose masked value is v,
-// holds a secret: a password or a key, or a DSN or connect attributes with
-// a password in them.
+// holds a secret: a password or a key, or any value masking changed (a
+// DSN with a password, connect attributes, a metrics URL with a token).
 func isSecret(name, v string) bool {
-	return secretFlags[name] || ((name == "db" || name == "connect-attributes") && strings.Contains(v, "xxxxx"))
+	return secretFlags[name] || strings.Contains(v, redact.Mask)
 }
 
 // zeroWords are the knobs whose 0 means no bound, and the word help

@@ -200,7 +200,9 @@ run:
 		{"zzzz: 4\n", `zzzz: not a flag of tqscavenger serve (a top-level key is read by every command`},
 		{"listen: {a: b}\n", "only allowed as a command section"},
 		{"serve:\n  every: {a: b}\n", "only allowed as a command section"},
-		{"workers: many\n", `workers: "many"`},
+		// The key and what it takes, never the value (issue 39: it may be
+		// a secret under the wrong key).
+		{"workers: many\n", `line 1: workers: not a valid int: must be an integer`},
 		{"workers:\n", "no value"},
 		{"- a\n- b\n", "not a YAML mapping"},
 	} {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tqscavenger/tqscavenger/internal/connect"
+	"github.com/tqscavenger/tqscavenger/internal/redact"
 	"github.com/tqscavenger/tqscavenger/internal/temporalconfig"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
@@ -329,22 +330,35 @@ func envLookup(name string) (variable, value string, ok bool, err error) {
 	return alias, av, true, nil
 }
 
-// maskSetting returns the value of flag name as settings show it:
-// passwords masked.
+// maskSetting returns the value of flag name as settings show it (the
+// status page, `config`, a reload's log line): a secret flag's masked
+// whole, any other value through internal/redact, as every output's: a
+// URL's user info and token-like parameters (--temporal-metrics
+// http://u:pw@host/…?token=…), a DSN's password, secret connect
+// attributes.
 func maskSetting(name, v string) string {
 	switch {
-	case name == "db":
-		return sqlstore.Redact(v)
 	case secretFlags[name] && v != "":
-		return "xxxxx"
+		return redact.Mask
+	case name == "db":
+		return redact.URL(v)
 	case name == "connect-attributes":
 		parts := strings.Split(v, "&")
 		for i, p := range parts {
-			if k, _, ok := strings.Cut(p, "="); ok && slices.Contains([]string{"password", "sslpassword"}, strings.ToLower(k)) {
-				parts[i] = k + "=xxxxx"
+			if k, _, ok := strings.Cut(p, "="); ok && redact.SecretName(k) {
+				parts[i] = k + "=" + redact.Mask
+			} else {
+				parts[i] = redact.Text(p)
 			}
 		}
 		return strings.Join(parts, "&")
 	}
-	return v
+	// A list (--temporal-metrics, --protect) is its values joined by
+	// commas, each masked as the flag took it: whole, one URL would hold
+	// two @ and show as its scheme only.
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		parts[i] = redact.Text(p)
+	}
+	return strings.Join(parts, ",")
 }

@@ -16,13 +16,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tqscavenger/tqscavenger/daemon"
 	"github.com/tqscavenger/tqscavenger/internal/readfile"
-	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
 // Where a setting came from, in order of precedence.
@@ -67,8 +67,10 @@ type fileSetting struct {
 }
 
 // maxConfigBytes bounds a --config file: a config file of settings is a
-// few kilobytes.
-const maxConfigBytes = 1 << 20
+// few kilobytes. Its YAML is read into nodes, about a hundred bytes of
+// memory a byte of YAML (1 MiB of "1," took 150 MB), so 256 KiB keeps any
+// file within a few tens of MiB.
+const maxConfigBytes = 256 << 10
 
 // flagNameShape is what a key must look like to be named in a message:
 // a key that is not a flag name may be a line of some other file (a
@@ -235,7 +237,7 @@ func layer(fs *pflag.FlagSet, noEnv ...string) (map[string]origin, error) {
 			// The value is never shown, only the variable's name: a
 			// variable may hold a secret, and the flag's own error
 			// quotes the value it refused.
-			errs = append(errs, fmt.Sprintf("%s: %s", name, strings.ReplaceAll(err.Error(), v, "$"+name)))
+			errs = append(errs, fmt.Sprintf("%s: %s", name, refusedValue(f, v, err, "$"+name)))
 			return
 		}
 		out[f.Name] = origin{fromEnv, name}
@@ -277,7 +279,7 @@ func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 					// The value is another key's (*a): the db DSN, say.
 					return usagef("--config %s: line %d: %s: the value is not a valid %s", path, s.line, s.name, f.Value.Type())
 				}
-				return usagef("--config %s: line %d: %s: %s: %v", path, s.line, s.name, strconv.Quote(sqlstore.Redact(v)), err)
+				return usagef("--config %s: line %d: %s: %s", path, s.line, s.name, refusedValue(f, v, err, "the value"))
 			}
 		}
 		o[f.Name] = origin{fromFile, s.name + " in " + path}
@@ -328,3 +330,79 @@ func effectiveSettings(fs *pflag.FlagSet, o map[string]origin) []daemon.Setting 
 	})
 	return out
 }
+
+// refusedValue says what was wrong with v, a value flag f refused from
+// the environment or a --config file, without v: a value there may be a
+// secret put under the wrong key (a password as workers: say), and the
+// flag's own error quotes it. The cause is kept where it says what the
+// flag takes, with v (however quoted) as placeholder; where any part of v
+// would remain, only the type the flag takes is named.
+func refusedValue(f *pflag.Flag, v string, err error, placeholder string) string {
+	var ive *pflag.InvalidValueError
+	if errors.As(err, &ive) && ive.Unwrap() != nil {
+		err = ive.Unwrap() // without pflag's `invalid argument "v" for "--flag"`
+	}
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		err = ne.Err // without strconv's `parsing "v"`
+	}
+	msg := err.Error()
+	for _, w := range []string{strconv.Quote(v), "'" + v + "'", v, strings.TrimSpace(v)} {
+		if strings.TrimSpace(w) != "" {
+			msg = strings.ReplaceAll(msg, w, placeholder)
+		}
+	}
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(part) >= 4 && strings.Contains(msg, part) {
+			return fmt.Sprintf("not a valid %s (the value is not shown: it may be a secret)", f.Value.Type())
+		}
+	}
+	return fmt.Sprintf("not a valid %s: %s", f.Value.Type(), msg)
+}
+
+// hideFileValues returns err with every value a --config file gave a
+// string flag replaced, where the message quotes it, by the key and file
+// it came from: a check after the layers (an unknown --pace, a --listen
+// that does not parse) quotes what it refuses, and a value in a file may
+// be a secret put under the wrong key. The error chain is kept, so the
+// exit status is the same. The DSN is left to its own masking
+// (redact.URL), which keeps a file path or host readable.
+func hideFileValues(err error, fs *pflag.FlagSet, o map[string]origin) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	fs.VisitAll(func(f *pflag.Flag) {
+		if o[f.Name].layer != fromFile || f.Name == "db" {
+			return
+		}
+		if t := f.Value.Type(); t != "string" && t != "strings" {
+			return // a number, duration or bool that parsed holds no secret
+		}
+		shown := "(the value of " + o[f.Name].name + ")"
+		for _, v := range strings.Split(f.Value.String(), ",") {
+			if v = strings.TrimSpace(v); v == "" {
+				continue
+			}
+			msg = strings.ReplaceAll(msg, strconv.Quote(v), shown)
+			if len(v) >= 4 {
+				msg = strings.ReplaceAll(msg, v, shown)
+			}
+		}
+	})
+	if msg == err.Error() {
+		return err
+	}
+	return &hiddenValues{msg, err}
+}
+
+// hiddenValues is an error whose message has a config file's values
+// hidden; it wraps the original, so errors.Is and errors.As still tell
+// it apart.
+type hiddenValues struct {
+	msg string
+	err error
+}
+
+func (e *hiddenValues) Error() string { return e.msg }
+func (e *hiddenValues) Unwrap() error { return e.err }

@@ -6,9 +6,13 @@ package cli_test
 
 import (
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tqscavenger/tqscavenger/internal/cli"
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
 func TestSecretsNeverEchoed(t *testing.T) {
@@ -20,10 +24,25 @@ func TestSecretsNeverEchoed(t *testing.T) {
 	alias := writeTemp(t, "alias.yaml", "db: &a postgres://u:"+pw+"@127.0.0.1:1/db\nworkers: *a\n")
 	aliasList := writeTemp(t, "alias-list.yaml", "pw: &a "+pw+"\nprotect: [*a]\nworkers: [*a]\n")
 	tplEnv := writeTemp(t, "temporal.yaml", "# enable-template\npersistence:\n  defaultStore: d\n  datastores:\n    d:\n      sql:\n        pluginName: mysql8\n        connectAddr: 127.0.0.1:1\n        databaseName: \"{{ .Env }}\"\n")
+	// Issue 39's finding 6: a password in a Temporal config's connectAddr,
+	// a config file's bad values, a connect attribute's.
+	tplAddr := writeTemp(t, "addr.yaml", temporalYAML("pluginName: postgres12\nconnectAddr: \"flt_pw:"+pw+"@127.0.0.1:5432\"\ndatabaseName: temporal\nuser: temporal\npassword: temporal"))
+	fileWith := func(kv string) string { return writeTemp(t, "bad.yaml", "db: sqlite:/tmp/x.db\n"+kv+"\n") }
 	forms := []struct {
 		name string
 		args []string
 	}{
+		{"password with @ then /", []string{"--db", "postgres://scav:Kq7@" + pw + "/9vLm2@db.internal:5432/temporal"}},
+		{"mysql password with @ then /", []string{"--db", "mysql://scav:Kq7@" + pw + "/9vLm2@db.internal:3306/temporal"}},
+		{"password with /", []string{"--db", "postgres://scav:123/" + pw + "@db.internal/temporal"}},
+		{"password with #", []string{"--db", "mysql://scav:1#" + pw + "@db.internal/temporal"}},
+		{"connectAddr with a password", []string{"--temporal-config", tplAddr}},
+		{"connect attribute", []string{"--endpoint", "127.0.0.1", "--plugin", "postgres12", "--connect-attributes", "sslpassword=" + pw + "%zz"}},
+		{"config bad workers", []string{"--config", fileWith("workers: " + pw)}},
+		{"config bad grace", []string{"--config", fileWith("grace: " + pw)}},
+		{"config bad pace", []string{"--config", fileWith("pace: " + pw)}},
+		{"config bad orphans", []string{"--config", fileWith("orphans: " + pw)}},
+		{"config bad metrics", []string{"--config", fileWith("temporal-metrics: " + pw)}},
 		{"scheme without colon", []string{"--db", "postgres//u:" + pw + "@h/db"}},
 		{"mysql without colon", []string{"--db", "mysql//u:" + pw + "@h/db"}},
 		{"no scheme", []string{"--db", "//u:" + pw + "@h/db"}},
@@ -65,5 +84,72 @@ func TestSecretsNeverEchoed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSecretsInEveryOutput: issue 39's finding 6 for settings that are
+// good, so that every command runs with them: a --temporal-metrics URL
+// with user info and token parameters (it was shown on serve's status
+// page and by config), and a DSN whose query carries a password, on a
+// real SQLite file and the local PostgreSQL. No output holds the secret:
+// stdout and stderr of run, report, schema check and config; serve's log,
+// status page and /metrics.
+func TestSecretsInEveryOutput(t *testing.T) {
+	const pw = "Zq9-Every-Out-39"
+	setEnv(t, nil)
+	metrics := []string{
+		"--temporal-metrics", "http://u:" + pw + "@127.0.0.1:1/metrics?token=" + pw,
+		"--temporal-metrics", "https://" + pw + "@127.0.0.1:1/m?access_token=" + pw + "&api_key=" + pw + "&sig=" + pw,
+	}
+	type tc struct {
+		name string
+		db   func(t *testing.T) []string
+		more []string // pass flags: run, serve and config take them
+	}
+	cases := []tc{
+		{"sqlite/metrics URLs", func(t *testing.T) []string { return []string{"--db", seedFile(t)} }, metrics},
+		{"postgres/password in the query", func(t *testing.T) []string {
+			return []string{"--db", testdb.DSN(t, sqlstore.Postgres) + "&password=" + pw + "&application_name=tqs39"}
+		}, metrics},
+	}
+	check := func(t *testing.T, what, out string) {
+		t.Helper()
+		if strings.Contains(out, pw) {
+			t.Errorf("%s shows the secret:\n%s", what, out)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db := c.db(t)
+			for _, cmd := range [][]string{{"run", "--progress", "never", "--log-format", "json"}, {"report"}, {"schema", "check"}, {"config"}} {
+				args := append(append([]string{}, cmd...), db...)
+				if cmd[0] == "run" || cmd[0] == "config" {
+					args = append(args, c.more...)
+				}
+				code, stdout, stderr := tqs(args...)
+				if code != cli.ExitOK {
+					t.Errorf("%s: exit %d: %s", cmd[0], code, stderr)
+				}
+				check(t, cmd[0]+"'s output", stdout+stderr)
+			}
+			p := startServe(t, append(append([]string{"--run-at-start"}, db...), c.more...)...)
+			addr := p.addr()
+			p.waitLog("scavenger pass completed", 1)
+			for _, page := range []string{"/", "/metrics", "/readyz"} {
+				code, body := get(t, "http://"+addr+page)
+				if code != 200 {
+					t.Errorf("%s: %d", page, code)
+				}
+				check(t, "serve's "+page, body)
+			}
+			if _, body := get(t, "http://"+addr+"/"); !strings.Contains(body, "127.0.0.1:1/metrics") {
+				t.Errorf("the status page does not list the metrics endpoint, masked:\n%s", body)
+			}
+			p.signal(syscall.SIGTERM)
+			if code := p.wait(time.Minute); code != cli.ExitOK {
+				t.Errorf("serve: exit %d", code)
+			}
+			check(t, "serve's log", p.log())
+		})
 	}
 }

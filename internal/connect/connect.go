@@ -126,12 +126,18 @@ func (ds datastore) build() (sqlstore.DSN, url.Values, error) {
 	}
 	switch ds.protocol {
 	case "", "tcp":
+		// A user:password@ (or a URL) given as the address would become
+		// part of the DSN's host and be echoed by every error about it:
+		// refused, and never quoted.
+		if strings.ContainsAny(ds.addr, "@/?# \t\n") {
+			return sqlstore.DSN{}, nil, fmt.Errorf("%s: connectAddr holds an @, /, ?, # or a space (a user, a password or a URL?): it takes host:port only; give the user and password in user and password (the value is not shown: it may hold a secret)", ds.where)
+		}
 		host, port, err := net.SplitHostPort(ds.addr)
 		if err != nil {
 			host, port = ds.addr, "" // no port: the engine's
 		}
 		if strings.TrimSpace(host) == "" {
-			return sqlstore.DSN{}, nil, fmt.Errorf("%s: address %q has no host", ds.where, ds.addr)
+			return sqlstore.DSN{}, nil, fmt.Errorf("%s: connectAddr has no host: use host:port", ds.where)
 		}
 		if port == "" {
 			port = map[sqlstore.Engine]string{sqlstore.Postgres: "5432", sqlstore.MySQL: "3306"}[ds.engine]
@@ -144,7 +150,7 @@ func (ds datastore) build() (sqlstore.DSN, url.Values, error) {
 		u.Host = "localhost"
 		q.Set("socket", ds.addr)
 	default:
-		return sqlstore.DSN{}, nil, fmt.Errorf("%s: connectProtocol %q: use tcp or unix", ds.where, ds.protocol)
+		return sqlstore.DSN{}, nil, fmt.Errorf("%s: connectProtocol: use tcp or unix", ds.where)
 	}
 	return sqlstore.DSN{Engine: ds.engine, URL: u}, q, nil
 }
@@ -327,7 +333,9 @@ func (s SQLTool) Target() (Target, error) {
 	if s.ConnectAttributes != "" {
 		vals, err := url.ParseQuery(s.ConnectAttributes)
 		if err != nil {
-			return Target{}, fmt.Errorf("%s: connect attributes %q: %v (use k=v&k2=v2)", where, s.ConnectAttributes, err)
+			// Neither the string nor the parser's message, which quotes a
+			// part of it: an attribute's value may be a password.
+			return Target{}, fmt.Errorf("%s: connect attributes do not parse as k=v&k2=v2 (a %% must start a %%XX escape; the value is not shown: it may hold a secret)", where)
 		}
 		for k, v := range vals {
 			if len(v) > 1 {
