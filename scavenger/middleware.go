@@ -19,16 +19,20 @@ import (
 //  4. Config.Middleware, in its order: what tests and embedders add
 //     (fault injection, tracing), close to the store so that what they
 //     see is what the database gets;
-//  5. in a dry run, innermost, the write refusal (dryRunStore): every
+//  5. in a dry run, the write refusal (dryRunStore): every
 //     delete fails with ErrDryRun before it reaches the store, whatever
 //     the code above it does. The pass's delete call sites count instead
 //     of deleting in a dry run; this makes a forgotten check a failed
-//     pass, never a deleted row.
+//     pass, never a deleted row;
+//  6. innermost, the stop gate (stopGate, lockwatch.go): once the pass's
+//     context has ended (a lost lock above all), every delete fails
+//     before it reaches the store, so none is sent after the pass was
+//     stopped, whatever held it above.
 //
 // This is the one place where they are composed. Every wrapper spells out
 // every method of store.Store, so a method added to the contract fails to
 // compile until each has decided what to do with it.
-func (s *Scavenger) stack(refused *atomic.Int64, batch *batcher) (store.Store, *yielder) {
+func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *batcher) (store.Store, *yielder) {
 	pace, y := yieldMiddleware(s.cfg, s.tune, s.closing, batch, s.st, s.onYielder)
 	mw := []store.Middleware{
 		func(next store.Store) store.Store {
@@ -41,6 +45,9 @@ func (s *Scavenger) stack(refused *atomic.Int64, batch *batcher) (store.Store, *
 	if s.cfg.DryRun {
 		mw = append(mw, func(next store.Store) store.Store { return &dryRunStore{next: next} })
 	}
+	// Innermost: nothing between it and the store can hold a delete past
+	// the pass's end.
+	mw = append(mw, stopGateMiddleware(pass))
 	return store.Chain(s.st, mw...), y
 }
 

@@ -218,7 +218,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	defer ex.Stop()
 
 	p := &pass{cfg: s.cfg, book: s.book, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
-	p.st, p.pacer = s.stack(&p.refused, p.batch)
+	p.st, p.pacer = s.stack(ctx, &p.refused, p.batch)
 	s.mu.Lock()
 	s.pacer = p.pacer
 	s.mu.Unlock()
