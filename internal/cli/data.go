@@ -20,6 +20,18 @@ import (
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
+// The bounds of seed's counts (issue 39's finding 5): a subqueue's task
+// kinds are held in memory, 8 MB at maxSeedTasks; a queue's subqueues are
+// in its row (Temporal's priority levels are a handful); the rows of one
+// run, which take hours and tens of GB at the bound, are beyond any
+// benchmark here (the lab's largest is a few million).
+const (
+	maxSeedQueues    = 10_000_000
+	maxSeedTasks     = 1_000_000
+	maxSeedSubqueues = 100
+	maxSeedRows      = 1_000_000_000
+)
+
 func seedFlags(g *flagGroups) runFunc {
 	var (
 		dsn                string
@@ -32,13 +44,13 @@ func seedFlags(g *flagGroups) runFunc {
 	)
 	g.Conn.StringVar(&dsn, "db", "", "database DSN (a missing SQLite file is created); never read from TQSCAVENGER_DB")
 	w := g.Write
-	w.IntVar(&queues, "queues", 100, "number of queues")
-	w.IntVar(&tasks, "tasks", 100, "tasks per queue and subqueue")
+	w.IntVar(&queues, "queues", 100, "number of queues (at most 10,000,000; queues × tasks × subqueues at most 1,000,000,000)")
+	w.IntVar(&tasks, "tasks", 100, "tasks per queue and subqueue (at most 1,000,000)")
 	w.Float64Var(&expired, "expired", 0.5, "share of tasks already expired (0..1)")
 	w.Float64Var(&noExpiry, "no-expiry", 0.25, "share of tasks that never expire (0..1); the rest expire in an hour")
 	w.StringVar(&layout, "layout", string(seed.ExpiredFirst), "where expired tasks sit: expired-first, live-first or shuffled")
 	durationVar(w, &idle, "idle", 72*time.Hour, "age of each queue's last_update_time")
-	w.IntVar(&sub, "subqueues", 1, "subqueues per queue (priority levels)")
+	w.IntVar(&sub, "subqueues", 1, "subqueues per queue (priority levels; at most 100)")
 	w.StringVar(&table, "tables", "v1", "table versions to write: v1, v2 or all (both)")
 	w.StringVar(&spec.NamePrefix, "name-prefix", "seed", "queue names are PREFIX-0, PREFIX-1, …")
 	w.StringVar(&ns, "namespace", seed.DefaultNamespace.String(), "namespace id (UUID)")
@@ -53,6 +65,20 @@ func seedFlags(g *flagGroups) runFunc {
 func seedCmd(ctx context.Context, e *env, dsn string, spec seed.Spec, expired, noExpiry float64, layout, table, ns string, idle time.Duration, setup, force bool, queues, tasks, sub int) error {
 	if queues < 0 || tasks < 0 || sub < 1 {
 		return usagef("--queues and --tasks must be >= 0 and --subqueues >= 1")
+	}
+	// Bounded before anything is allocated or written: seed holds a
+	// subqueue's task kinds (8 bytes a task) and a queue's subqueues in
+	// memory, and a count past these ran out of memory (exit 2, as bad
+	// input) instead of being refused.
+	switch {
+	case queues > maxSeedQueues:
+		return usagef("--queues %d: at most %d", queues, maxSeedQueues)
+	case tasks > maxSeedTasks:
+		return usagef("--tasks %d: at most %d tasks per queue and subqueue", tasks, maxSeedTasks)
+	case sub > maxSeedSubqueues:
+		return usagef("--subqueues %d: at most %d", sub, maxSeedSubqueues)
+	case queues*tasks*sub > maxSeedRows:
+		return usagef("--queues %d × --tasks %d × --subqueues %d: %d task rows, more than the %d allowed", queues, tasks, sub, queues*tasks*sub, maxSeedRows)
 	}
 	if expired < 0 || noExpiry < 0 || expired+noExpiry > 1 {
 		return usagef("--expired %.2f and --no-expiry %.2f must be shares within 0..1 that add up to at most 1", expired, noExpiry)

@@ -115,8 +115,12 @@ type PasswordCommand struct {
 }
 
 // MaxFileBytes bounds a Temporal config file, and what its template
-// expands to: Temporal's own are a few kilobytes.
-const MaxFileBytes = 4 << 20
+// expands to: Temporal's own are a few kilobytes. Reading YAML or parsing
+// a template costs about a hundred bytes of memory a byte of input (a
+// node a few bytes), so 256 KiB keeps even a hostile file within a few
+// tens of MiB (4 MiB of "- 1" lines took 230 MB); see budget.go for what
+// a template may build.
+const MaxFileBytes = 256 << 10
 
 // ErrNotSQL is wrapped by Store's error for a datastore that is not a SQL
 // one.
@@ -216,7 +220,8 @@ var undefinedFunc = regexp.MustCompile(`^template: [^:]*:(\d+): function "([^"]+
 
 // expand renders the template b (the file path) with env as .Env.
 func expand(path string, b []byte, env map[string]string) ([]byte, error) {
-	tpl, err := template.New(filepath.Base(path)).Funcs(template.FuncMap{"default": defaultValue, "lower": strings.ToLower, "upper": strings.ToUpper}).Parse(string(b))
+	bud := newBudget()
+	tpl, err := template.New(filepath.Base(path)).Funcs(bud.funcs()).Parse(string(b))
 	if err != nil {
 		if m := undefinedFunc.FindStringSubmatch(err.Error()); m != nil {
 			return nil, fmt.Errorf("%s:%s: template function %q is not supported: tqscavenger expands .Env, default, lower and upper only (those Temporal's shipped templates use), as in {{ default .Env.NAME \"value\" }} (Temporal's other template functions are sprig's)", path, m[1], m[2])
@@ -231,10 +236,13 @@ func expand(path string, b []byte, env map[string]string) ([]byte, error) {
 			return nil, fmt.Errorf("%s:%d: %w", path, lineOf(b, err.pos), err)
 		}
 	}
-	out := &cappedBuffer{max: MaxFileBytes}
+	out := &cappedBuffer{max: MaxFileBytes, budget: bud}
 	if err := tpl.Execute(out, templateData{env}); err != nil {
 		if errors.Is(err, errTooLarge) {
 			return nil, fmt.Errorf("%s: the template expands to more than %d bytes", path, MaxFileBytes)
+		}
+		if be := boundError(""); errors.As(err, &be) {
+			return nil, fmt.Errorf("%s: the template failed: %s: %w", path, execWhere.FindString(err.Error()), be)
 		}
 		// text/template's errors may quote a value, and a value may be
 		// the environment's: only where it failed is said.
@@ -260,9 +268,14 @@ var execUnset = regexp.MustCompile(` at <\.Env\.([A-Za-z_][A-Za-z0-9_]*)>: inval
 type envError struct {
 	pos  parse.Pos
 	what string
+	// msg, if set, is the error whole: a template refused for its size.
+	msg string
 }
 
 func (e *envError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
 	if e.what == "{{ range }}" || e.what == "{{ template }}" {
 		return e.what + " is not supported: tqscavenger expands .Env, default, lower and upper only (those Temporal's shipped templates use), as in {{ default .Env.NAME \"value\" }}"
 	}
@@ -292,11 +305,11 @@ func checkNode(n parse.Node, dotIsRoot bool) *envError {
 	case *parse.IfNode:
 		return checkBranch(&n.BranchNode, dotIsRoot, dotIsRoot)
 	case *parse.RangeNode:
-		return &envError{n.Position(), "{{ range }}"}
+		return &envError{pos: n.Position(), what: "{{ range }}"}
 	case *parse.WithNode:
 		return checkBranch(&n.BranchNode, dotIsRoot, false)
 	case *parse.TemplateNode:
-		return &envError{n.Position(), "{{ template }}"}
+		return &envError{pos: n.Position(), what: "{{ template }}"}
 	}
 	return nil
 }
@@ -318,6 +331,12 @@ func checkPipe(p *parse.PipeNode, dotIsRoot bool) *envError {
 		return nil
 	}
 	for _, c := range p.Cmds {
+		// Bounds the work of one call of a function that builds
+		// nothing (eq compares each argument with the first): see
+		// budget.go.
+		if len(c.Args) > maxArgs+1 {
+			return &envError{pos: c.Position(), msg: fmt.Sprintf("a command of more than %d arguments is not supported", maxArgs)}
+		}
 		for i, a := range c.Args {
 			if i == 1 && isIdent(c.Args[0], "index") {
 				if f, ok := a.(*parse.FieldNode); ok && len(f.Ident) == 1 && f.Ident[0] == "Env" {
@@ -342,18 +361,18 @@ func checkArg(a parse.Node, dotIsRoot bool) *envError {
 	switch a := a.(type) {
 	case *parse.FieldNode:
 		if dotIsRoot && len(a.Ident) == 1 && a.Ident[0] == "Env" {
-			return &envError{a.Position(), "{{ .Env }}"}
+			return &envError{pos: a.Position(), what: "{{ .Env }}"}
 		}
 	case *parse.DotNode:
 		if dotIsRoot {
-			return &envError{a.Position(), "{{ . }}"}
+			return &envError{pos: a.Position(), what: "{{ . }}"}
 		}
 	case *parse.VariableNode:
 		if len(a.Ident) == 1 && a.Ident[0] == "$" {
-			return &envError{a.Position(), "{{ $ }}"}
+			return &envError{pos: a.Position(), what: "{{ $ }}"}
 		}
 		if len(a.Ident) == 2 && a.Ident[0] == "$" && a.Ident[1] == "Env" {
-			return &envError{a.Position(), "{{ $.Env }}"}
+			return &envError{pos: a.Position(), what: "{{ $.Env }}"}
 		}
 	case *parse.ChainNode:
 		return checkArg(a.Node, dotIsRoot)
@@ -374,15 +393,20 @@ func lineOf(b []byte, pos parse.Pos) int {
 // errTooLarge is cappedBuffer's error past its bound.
 var errTooLarge = errors.New("template output too large")
 
-// cappedBuffer is a buffer that refuses to grow past max.
+// cappedBuffer is a buffer that refuses to grow past max, and past the
+// budget's deadline.
 type cappedBuffer struct {
 	bytes.Buffer
-	max int
+	max    int
+	budget *budget
 }
 
 func (c *cappedBuffer) Write(p []byte) (int, error) {
 	if c.Len()+len(p) > c.max {
 		return 0, errTooLarge
+	}
+	if err := c.budget.check(); err != nil {
+		return 0, err
 	}
 	return c.Buffer.Write(p)
 }
