@@ -280,7 +280,8 @@ func TestRuleBookClosed(t *testing.T) {
 
 	old := ruleNow.Add(-72*time.Hour - RunDeletedMargin - time.Second)
 	young := ruleNow.Add(-72*time.Hour - RunDeletedMargin + time.Second)
-	gone := runFacts{looked: true, ns: ret, nsKnown: true, create: old}
+	gone := runFacts{looked: true, missProven: true, ns: ret, nsKnown: true, create: old}
+	deleted := Rules{ClosedWorkflows: true, ClosedDeletedRuns: true}
 	row := func(s wire.ExecutionState) runFacts {
 		return runFacts{looked: true, found: true, stateOK: true, state: s, ns: ret, nsKnown: true, create: old}
 	}
@@ -303,12 +304,14 @@ func TestRuleBookClosed(t *testing.T) {
 		{"running", on, live, row(wire.StateRunning), WhyLive, false},
 		{"zombie", on, live, row(wire.StateZombie), WhyLive, false},
 		{"corrupted", on, live, row(wire.StateCorrupted), WhyLive, false},
-		{"run deleted, older than retention", on, live, gone, WhyRunDeleted, false},
-		{"run deleted, younger than retention", on, live, edit(gone, func(f *runFacts) { f.create = young }), WhyLive, false},
-		{"run missing, current points at it", on, live, edit(gone, func(f *runFacts) { f.currentIsRun = true }), WhyLive, false},
-		{"run missing, namespace unknown", on, live, edit(gone, func(f *runFacts) { f.nsKnown = false }), WhyLive, false},
-		{"run missing, retention unreadable", on, live, edit(gone, func(f *runFacts) { f.ns.readable = false }), WhyLive, false},
-		{"run missing, no create time", on, live, edit(gone, func(f *runFacts) { f.create = time.Time{} }), WhyLive, false},
+		{"run deleted, older than retention", deleted, live, gone, WhyRunDeleted, false},
+		{"run deleted, without ClosedDeletedRuns", on, live, gone, WhyLive, false},
+		{"run deleted, the miss not proven", deleted, live, edit(gone, func(f *runFacts) { f.missProven = false }), WhyLive, false},
+		{"run deleted, younger than retention", deleted, live, edit(gone, func(f *runFacts) { f.create = young }), WhyLive, false},
+		{"run missing, current points at it", deleted, live, edit(gone, func(f *runFacts) { f.currentIsRun = true }), WhyLive, false},
+		{"run missing, namespace unknown", deleted, live, edit(gone, func(f *runFacts) { f.nsKnown = false }), WhyLive, false},
+		{"run missing, retention unreadable", deleted, live, edit(gone, func(f *runFacts) { f.ns.readable = false }), WhyLive, false},
+		{"run missing, no create time", deleted, live, edit(gone, func(f *runFacts) { f.create = time.Time{} }), WhyLive, false},
 		{"an expired task stays expired", on, Verdict{Why: WhyExpired}, row(wire.StateCompleted), WhyExpired, false},
 		{"behind a live head, its run closed", on, Verdict{Why: WhyBehindHead, Stop: true}, row(wire.StateCompleted), WhyClosedRun, false},
 		{"behind a live head, running: read on", on, Verdict{Why: WhyBehindHead, Stop: true}, row(wire.StateRunning), WhyBehindHead, false},
