@@ -269,7 +269,10 @@ func openTLSFile(what, path string) (*os.File, error) {
 	if err := tlsFileOK(what, path, os.Stat); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	// Opened non-blocking: a FIFO swapped in after the check above is
+	// then refused below, not waited on (an open of a FIFO without a
+	// writer blocks, deaf to SIGTERM).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read the %s: %v", ErrTLS, what, err)
 	}
