@@ -131,7 +131,7 @@ type serveProc struct {
 // persistence_latency is the controller's best signal, and this is the one
 // place where tqscavenger's reading of it meets a real server's names.
 func startServe(t *testing.T, s settings, dsn, listen, temporalMetrics, logPath string, m mode) (*serveProc, error) {
-	args := []string{"serve", "--db", dsn, "--every", "2s", "--jitter", "0", "--run-at-start",
+	args := []string{"serve", "--db", dsn, "--every", "2s", "--unsafe-short-interval", "--jitter", "0", "--run-at-start",
 		"--grace", "48h", "--listen", listen, "--max-conns", "2", "--log-format", "json",
 		"--temporal-metrics", temporalMetrics}
 	args = append(args, m.flags()...)

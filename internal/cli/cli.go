@@ -279,6 +279,9 @@ func (c command) cobra(ctx context.Context, e *env, parent string) *cobra.Comman
 		if err := checkRanges(fs, o); err != nil {
 			return err
 		}
+		if err := checkInputs(fs, o); err != nil {
+			return err
+		}
 		inv := &invocation{env: e, fs: fs, origins: o, args: args}
 		return hideFileValues(run(ctx, inv), fs, o)
 	}

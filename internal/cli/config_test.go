@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
 
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
@@ -331,11 +332,16 @@ func uncommentDefaults(text string) string {
 func TestConfigFeedsServe(t *testing.T) {
 	clearEnv(t)
 	db := filepath.Join(t.TempDir(), "tasks.db")
+	// config reads the TLS files as serve does (issue 39): a real CA.
+	certs, err := testdb.NewCerts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ name, file string }{
 		{"defaults", "db: " + db + "\n"},
 		{"tuned", "db: " + db + "\nworkers: 7\ngrace: 72h\nprotect: [a-, b-]\nmax-deletes-per-second: 250.5\nstatement-timeout: 9s\nserve:\n  every: 6h\n  jitter: 5m\n"},
 		{"temporal, cron", "db: " + db + "\ncompat: temporal\ncron: \"0 */6 * * *\"\nlog-level: debug\nnamespace: 8f1c2b4e-5a3d-4e6f-9a1b-2c3d4e5f6a7b\n"},
-		{"tls implied", "db: postgres://u@db:5432/temporal\ntls-ca-file: /ca.pem\norphans: none\n"},
+		{"tls implied", "db: postgres://u@db:5432/temporal\ntls-ca-file: " + certs.CA + "\norphans: none\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			first, err := parseServe([]string{"--config", writeFile(t, c.file), "--history", "7"})

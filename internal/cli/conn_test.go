@@ -311,7 +311,14 @@ func TestTLSSources(t *testing.T) {
 // as keys (a masked value read back would be a wrong password).
 func TestSecretsMasked(t *testing.T) {
 	setEnv(t, map[string]string{"SQL_PASSWORD": dbSecret})
-	code, out, errOut := tqs("config", "--ep", "db", "--user", "u", "--tls-key-data", dbSecret+"-key", "--connect-attributes", "password="+dbSecret+"&a=b")
+	// A real key: config reads the TLS settings as serve does (issue 39).
+	certs, err := testdb.NewCerts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := os.ReadFile(certs.ClientCert)
+	key, _ := os.ReadFile(certs.ClientKey)
+	code, out, errOut := tqs("config", "--ep", "db", "--user", "u", "--tls-cert-data", string(cert), "--tls-key-data", string(key), "--connect-attributes", "password="+dbSecret+"&a=b")
 	if code != 0 {
 		t.Fatalf("config: exit %d: %s", code, errOut)
 	}
@@ -321,7 +328,7 @@ func TestSecretsMasked(t *testing.T) {
 			t.Errorf("config output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out+errOut, dbSecret) {
+	if keyBody := strings.Split(string(key), "\n")[1]; strings.Contains(out+errOut, dbSecret) || strings.Contains(out+errOut, keyBody) {
 		t.Errorf("config shows a secret:\n%s", out)
 	}
 }

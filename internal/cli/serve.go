@@ -28,6 +28,7 @@ type serveFlags struct {
 	listen          string
 	shutdownTimeout time.Duration
 	history         int
+	unsafeInterval  bool
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9464", `address for the status page, /metrics, /healthz and /readyz ("" for none)`)
 	durationVar(fs, &f.shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "on SIGTERM, how long statements in flight may run before they are cancelled")
 	fs.IntVar(&f.history, "history", daemon.DefaultHistory, "passes listed on the status page")
+	fs.BoolVar(&f.unsafeInterval, "unsafe-short-interval", false, "allow passes less than "+shortDuration(MinEvery)+" apart (--every, --cron): for a test or a lab, where passes back to back are wanted")
 }
 
 // schedule returns the schedule and the jitter the flags ask for.
@@ -53,6 +55,9 @@ func (f *serveFlags) schedule() (daemon.Schedule, time.Duration, error) {
 	}
 	if err != nil {
 		return nil, 0, usagef("--every/--cron: %v", err)
+	}
+	if err := checkInterval(daemon.Interval(s, time.Now()), f.unsafeInterval); err != nil {
+		return nil, 0, err
 	}
 	jitter, err := parseJitter(f.jitter, daemon.Interval(s, time.Now()))
 	if err != nil {
@@ -131,14 +136,22 @@ func (s *serveSettings) resolve(logOut io.Writer) (resolved, error) {
 	var r resolved
 	// The database's settings as serve would check them, reading a
 	// Temporal config but running none of its commands.
-	if _, err := s.cf.target(context.Background(), s.fs, s.origins, false); err != nil {
+	t, err := s.cf.target(context.Background(), s.fs, s.origins, false)
+	if err != nil {
+		return r, err
+	}
+	// As serve will find them at start, for config too: the TLS files
+	// read (nothing connected) and --listen's form (serve may hold it).
+	if err := checkTLS(t); err != nil {
+		return r, err
+	}
+	if err := checkListen(s.df.listen); err != nil {
 		return r, err
 	}
 	// An empty cron is no cron: `config` prints it among the defaults.
 	if s.df.cron != "" && s.origins["every"].layer != fromDefault {
 		return r, usagef("--every and --cron both given (%s, %s): keep one", s.origins["every"].name, s.origins["cron"].name)
 	}
-	var err error
 	if r.cfg, err = s.sf.config(); err != nil {
 		return r, err
 	}

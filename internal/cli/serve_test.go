@@ -62,7 +62,13 @@ type serveProc struct {
 // startServe starts serve with args (plus JSON logs and a free port).
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
-	args = append([]string{"serve", "--log-format", "json", "--listen", "127.0.0.1:0", "--jitter", "0"}, args...)
+	// --unsafe-short-interval: the tests wait for passes seconds apart.
+	return startServeArgs(t, append([]string{"serve", "--log-format", "json", "--listen", "127.0.0.1:0", "--jitter", "0", "--unsafe-short-interval"}, args...))
+}
+
+// startServeArgs starts the command line args (serve's) as a process.
+func startServeArgs(t *testing.T, args []string) *serveProc {
+	t.Helper()
 	js, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$")
 	cmd.Env = append(os.Environ(), childArgs+"="+string(js))
@@ -144,6 +150,28 @@ func (p *serveProc) waitLog(msg string, n int) map[string]any {
 			p.t.Fatalf("serve exited (status %d) before logging %q ×%d", p.code, msg, n)
 		case <-deadline.C:
 			p.t.Fatalf("timed out waiting for %q ×%d", msg, n)
+		}
+	}
+}
+
+// exitedOrStarted waits for the process to exit or to log "serve
+// started", and reports whether it started.
+func (p *serveProc) exitedOrStarted() bool {
+	p.t.Helper()
+	for {
+		p.mu.Lock()
+		for _, l := range p.lines {
+			if l["msg"] == "serve started" {
+				p.mu.Unlock()
+				return true
+			}
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-p.done:
+			return false
 		}
 	}
 }

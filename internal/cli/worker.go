@@ -60,6 +60,12 @@ func (t *temporalFlags) check(o map[string]origin) error {
 	if err := t.applyProfile(o); err != nil {
 		return err
 	}
+	if err := checkTemporalAddress(describeOrigin(o, "temporal-address"), t.cfg.Address); err != nil {
+		return err
+	}
+	if err := checkAPIKey(describeOrigin(o, "temporal-api-key"), t.cfg.APIKey); err != nil {
+		return err
+	}
 	// The TLS files are read when the frontend is dialled, bounded
 	// (temporalworker.MaxTLSFileBytes); a file that would be refused then
 	// is refused now, naming its flag, before the database is opened.

@@ -197,7 +197,7 @@ func TestServeLockLost(t *testing.T) {
 			db := testdb.Open(t, e)
 			w := workload{dead: 200, live: 10, tasksPerQueue: 10}
 			before := seedWorkload(t, db, w)
-			p := start(t, "serve", "--db", dsnOf(db), "--run-at-start", "--every", "1s", "--jitter", "0", "--listen", "127.0.0.1:0",
+			p := start(t, "serve", "--db", dsnOf(db), "--run-at-start", "--every", "1s", "--unsafe-short-interval", "--jitter", "0", "--listen", "127.0.0.1:0",
 				"--log-format", "json", "--list-page-size", "10", "--max-statements-per-second", "10")
 			addr := listenAddr(t, p)
 			killSession(t, db, waitLockHeld(t, db, 30*time.Second))

@@ -89,7 +89,7 @@ func TestReadOnlyDatabase(t *testing.T) {
 					t.Errorf("%d tasks and %d queues went from a read-only database", tasks, queues)
 				}
 
-				p := start(t, "serve", "--db", dsn, "--run-at-start", "--every", "1s", "--jitter", "0", "--listen", "127.0.0.1:0", "--log-format", "json")
+				p := start(t, "serve", "--db", dsn, "--run-at-start", "--every", "1s", "--unsafe-short-interval", "--jitter", "0", "--listen", "127.0.0.1:0", "--log-format", "json")
 				addr := listenAddr(t, p)
 				// The third pass starts once the second is recorded.
 				p.waitOutputN(`"msg":"scavenger pass started"`, 3, time.Minute)

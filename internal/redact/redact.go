@@ -36,10 +36,11 @@ const Mask = "xxxxx"
 // SecretWords are the parts of a parameter or key name that mark its
 // value as a secret, matched case-insensitively anywhere in the name:
 // pass (password, sslpassword, passwd, _auth_pass), pwd, secret, token
-// (access_token, X-Amz-Security-Token), key (api_key, apikey; sslkey, a
-// path, is masked too), sig (sig, signature, X-Amz-Signature), auth
+// (access_token, X-Amz-Security-Token), key after a prefix (api_key,
+// apikey; sslkey, a path, is masked too), sig (sig, signature, X-Amz-Signature), auth
 // (authorization), cred (credential, X-Amz-Credential), session.
-var SecretWords = []string{"pass", "pwd", "secret", "token", "key", "sig", "auth", "cred", "session"}
+// A bare "key" is not one: free text says "key=value" of a form.
+var SecretWords = []string{"pass", "pwd", "secret", "token", "[a-z0-9_.-]key", "sig", "auth", "cred", "session"}
 
 var secretName = regexp.MustCompile(`(?i)(` + strings.Join(SecretWords, "|") + `)`)
 
