@@ -3,6 +3,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,6 +15,17 @@ import (
 // before the older, and two that disagree are an error that shows no
 // secret.
 func TestTemporalFlagsFromEnv(t *testing.T) {
+	// The TLS files must exist: the flags' check reads them as regular
+	// files of a bounded size before anything else.
+	dir := t.TempDir()
+	pem := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("-"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cert, key, ca := pem("c.pem"), pem("k.pem"), pem("ca.pem")
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
@@ -50,9 +63,9 @@ func TestTemporalFlagsFromEnv(t *testing.T) {
 				}
 				return ""
 			}, map[string]string{"temporal-address": "TEMPORAL_ADDRESS"}, ""},
-		{"older names", map[string]string{"TEMPORAL_TLS_CERT": "/c.pem", "TEMPORAL_TLS_KEY": "/k.pem", "TEMPORAL_TLS_CA": "/ca.pem", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION": "true"}, "", nil,
+		{"older names", map[string]string{"TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": key, "TEMPORAL_TLS_CA": ca, "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION": "true"}, "", nil,
 			func(tf temporalFlags) string {
-				if tf.cfg.CertFile != "/c.pem" || tf.cfg.KeyFile != "/k.pem" || tf.cfg.CAFile != "/ca.pem" || !tf.cfg.DisableHostVerification {
+				if tf.cfg.CertFile != cert || tf.cfg.KeyFile != key || tf.cfg.CAFile != ca || !tf.cfg.DisableHostVerification {
 					return "tls not from the environment"
 				}
 				return ""
