@@ -284,7 +284,7 @@ func (e *envError) Error() string {
 
 // checkNode refuses, anywhere in the tree under n, a use of the whole
 // environment (.Env, $.Env, or the dot or $ of the top level, which hold
-// it; .Env as the map of index is allowed), and range, which can only
+// it; .Env as the map of index with a key is allowed), and range, which can only
 // go over the environment or loop for as long as it is told: nested
 // ranges over numbers run without end. It walks every node, so it holds
 // for template functions added later too. dotIsRoot is whether the dot
@@ -338,7 +338,9 @@ func checkPipe(p *parse.PipeNode, dotIsRoot bool) *envError {
 			return &envError{pos: c.Position(), msg: fmt.Sprintf("a command of more than %d arguments is not supported", maxArgs)}
 		}
 		for i, a := range c.Args {
-			if i == 1 && isIdent(c.Args[0], "index") {
+			// index .Env KEY reads one variable; index .Env alone is the
+			// environment whole.
+			if i == 1 && isIdent(c.Args[0], "index") && len(c.Args) > 2 {
 				if f, ok := a.(*parse.FieldNode); ok && len(f.Ident) == 1 && f.Ident[0] == "Env" {
 					continue
 				}

@@ -239,6 +239,8 @@ func TestTemplateEnvBudget(t *testing.T) {
 		{"range env", `"{{ range $k, $v := .Env }}{{ $k }}={{ $v }} {{ end }}"`},
 		{"nested range", `"` + nested + `"`},
 		{"range numbers", `"{{ range 1000000000 }}{{ range 1000000000 }}{{ end }}{{ end }}"`},
+		{"index env without a key", `"{{ index .Env }}"`},
+		{"index env without a key, piped", `"{{ index .Env | printf "%v" }}"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "temporal.yaml")
