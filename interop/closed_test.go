@@ -410,6 +410,7 @@ func closedLive(t *testing.T, s settings, engine string) {
 		}
 	}
 
+	retentionCase(ctx, t, c, db, engine)
 	scheduledClosedPass(ctx, t, s, ts, c, db, tdb, tag, n)
 
 	took := func(d time.Duration) string {
