@@ -81,7 +81,7 @@ func newClosedRule(ctx context.Context, raw store.Store, book ruleBook, r Rules,
 	}
 	rows, err := er.Namespaces(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+		return nil, readFailed(err)
 	}
 	c := &closedRule{er: er, book: book, rules: r, shards: n, ns: map[[16]byte]nsFacts{}, wait: wait}
 	for _, row := range rows {
@@ -230,6 +230,17 @@ func (c *closedRule) current(ctx context.Context, missing []store.ExecutionKey) 
 	return out, nil
 }
 
+// readFailed wraps the error of a read the rule makes before the pass: a
+// transient one (a lost connection, a statement timeout) as it is, so that
+// the pass fails and a retry may help; any other (a table missing or
+// unreadable) as a refusal.
+func readFailed(err error) error {
+	if errors.Is(err, store.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("closed-workflow rule: %w", err)
+	}
+	return fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+}
+
 // refuseClosed is an error wrapping ErrClosedWorkflowsRefused.
 func refuseClosed(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrClosedWorkflowsRefused, fmt.Sprintf(format, a...))
@@ -242,7 +253,7 @@ func refuseClosed(format string, a ...any) error {
 func shardCount(ctx context.Context, er store.ExecutionReader, cluster string) (int32, error) {
 	rows, err := er.ClusterMetadata(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+		return 0, readFailed(err)
 	}
 	var row *store.ClusterMetadataRow
 	for i := range rows {
@@ -275,9 +286,10 @@ func shardCount(ctx context.Context, er store.ExecutionReader, cluster string) (
 // (MinProofWorkflows at most), or an error wrapping
 // ErrClosedWorkflowsRefused if any check fails. The checks: shards holds
 // exactly the ids 1…N; no executions row lies in a shard above N; and the
-// first MinProofWorkflows distinct workflows of executions (shard by
-// shard) are each found by GetExecutions under the shard wire.HistoryShard
-// names for their text ids and N.
+// first MinProofWorkflows distinct workflows of executions in key order
+// (NextWorkflow, one paced statement each) each sit in the shard
+// wire.HistoryShard names for their text ids and N, and are found there by
+// GetExecutions, the statement every task's run is looked up with.
 //
 // Why that proves N: a workflow's rows lie in one shard, the hash of its
 // ids modulo the true count T. For N > T, or N not dividing T, the hash
@@ -290,7 +302,7 @@ func (c *closedRule) proveShardCount(ctx context.Context) (int, error) {
 	n := c.shards
 	ids, err := c.er.ShardIDs(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+		return 0, readFailed(err)
 	}
 	if len(ids) != int(n) || ids[0] != 1 || ids[len(ids)-1] != n {
 		return 0, refuseClosed("the cluster claims %d history shards, but shards holds %d ids (%s)", n, len(ids), span(ids))
@@ -302,7 +314,7 @@ func (c *closedRule) proveShardCount(ctx context.Context) (int, error) {
 	}
 	top, any, err := c.er.MaxExecutionShard(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+		return 0, readFailed(err)
 	}
 	if !any {
 		return 0, nil
@@ -310,31 +322,30 @@ func (c *closedRule) proveShardCount(ctx context.Context) (int, error) {
 	if top > n || top < 1 {
 		return 0, refuseClosed("executions holds a row of shard %d, outside 1…%d", top, n)
 	}
+	// The first workflows in key order, each one paced statement.
 	var keys []store.ExecutionKey
-	for _, id := range ids {
-		if len(keys) >= MinProofWorkflows {
-			break
-		}
+	var after *store.ExecutionKey
+	for len(keys) < MinProofWorkflows {
 		if err := c.wait(ctx); err != nil {
 			return 0, err
 		}
-		got, err := c.er.SampleWorkflows(ctx, id, nil, MinProofWorkflows-len(keys))
+		k, ok, err := c.er.NextWorkflow(ctx, after)
 		if err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+			return 0, readFailed(err)
 		}
-		for _, k := range got {
-			ns := wire.NamespaceID(k.NamespaceID).String()
-			want := wire.HistoryShard(ns, k.WorkflowID, n)
-			if want != k.ShardID {
-				return 0, refuseClosed("workflow %q of namespace %s sits in shard %d, but %d shards put it in %d: the shard count is not the one its rows were written with", k.WorkflowID, ns, k.ShardID, n, want)
-			}
-			k.ShardID = want
-			keys = append(keys, k)
+		if !ok {
+			break
 		}
+		after = &k
+		ns := wire.NamespaceID(k.NamespaceID).String()
+		if want := wire.HistoryShard(ns, k.WorkflowID, n); want != k.ShardID {
+			return 0, refuseClosed("workflow %q of namespace %s sits in shard %d, but %d shards put it in %d: the shard count is not the one its rows were written with", k.WorkflowID, ns, k.ShardID, n, want)
+		}
+		keys = append(keys, k)
 	}
 	states, missing, err := c.lookup(ctx, keys)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
+		return 0, readFailed(err)
 	}
 	if len(missing) > 0 {
 		k := missing[0]

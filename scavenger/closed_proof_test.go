@@ -305,3 +305,70 @@ func liveTasks(t *testing.T, db *sqlstore.DB, now time.Time) map[string]bool {
 	}
 	return out
 }
+
+// TestClosedWorkflowsForgedFewWorkflows: the count forged (2N throughout)
+// on a database of fewer than MinProofWorkflows workflows, each of which
+// happens to sit where both counts put it, so the proof finds no fault
+// but cannot hold. With ClosedDeletedRuns the pass runs; a miss counts
+// only where the workflow's current row, found in the shard its rows are
+// in, points at another run: those tasks go, a running run's stay, and a
+// run deleted with its workflow (no current row) is kept and counted.
+func TestClosedWorkflowsForgedFewWorkflows(t *testing.T) {
+	const trueCount, forged = 8, 16
+	const old = 72*time.Hour + scavenger.RunDeletedMargin + time.Hour
+	// Workflow ids whose shard is the same under both counts.
+	var ids []string
+	for i := 0; len(ids) < 12; i++ {
+		id := fmt.Sprintf("agree-%d", i)
+		if wire.HistoryShard(nsOne.String(), id, trueCount) == wire.HistoryShard(nsOne.String(), id, forged) {
+			ids = append(ids, id)
+		}
+	}
+	var cases []closedCase
+	for i, id := range ids {
+		c := closedCase{name: id, ns: nsOne, wf: id, run: byte(i + 1), age: old}
+		switch i % 3 {
+		case 0:
+			c.history = withState(wire.StateRunning)
+		case 1:
+			c.history, c.gone, c.byCurrent, c.missing = runGone(false), scavenger.ReasonRunDeleted, true, true
+		default:
+			c.gone, c.missing = scavenger.ReasonRunDeleted, true // no current row: kept
+		}
+		cases = append(cases, c)
+	}
+	for _, e := range testdb.Engines {
+		t.Run(string(e), func(t *testing.T) {
+			t.Parallel()
+			db := testdb.Open(t, e)
+			q := closedQueueRows(t, db, forged, forged, trueCount, cases)
+			// The current rows' runs exist: the later run each points at.
+			for _, c := range cases {
+				if c.byCurrent {
+					testdb.InsertExecution(t, db, trueCount, c.ns, c.wf, runID(c.run+100), wire.StateRunning)
+				}
+			}
+			cfg := closedConfig(false)
+			cfg.ClosedDeletedRuns = true
+			st, err := scavenger.New(db, cfg).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := closedMode{deleted: true} // not proven
+			left := leftIDs(t, db, q)
+			var notFound int64
+			for i, c := range cases {
+				gone := m.want(c)
+				if kept := left[int64(i+1)]; kept != (gone == "") {
+					t.Errorf("%s: kept %v, want kept %v", c.name, kept, gone == "")
+				}
+				if gone == "" && c.missing {
+					notFound++
+				}
+			}
+			if st.TasksRunNotFound != notFound {
+				t.Errorf("run_not_found %d, want %d", st.TasksRunNotFound, notFound)
+			}
+		})
+	}
+}

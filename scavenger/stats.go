@@ -71,7 +71,8 @@ type Stats struct {
 	// and kept because their run has no executions row (reason
 	// run_not_found): without Rules.ClosedDeletedRuns, or with the miss
 	// unproven or the task too young. A wrong history shard count shows
-	// here, as misses, never as deletions.
+	// here, as misses, never as deletions. A task kept behind a live head
+	// counts in TasksExpiredLeft too if it is expired.
 	TasksRunNotFound int64
 	// OrphansFound counts task rows found without a queue row; OrphansLeft
 	// those left in place (not expired, and Orphans is not OrphansAll).

@@ -96,35 +96,15 @@ func (s *DB) MaxExecutionShard(ctx context.Context) (int32, bool, error) {
 	return int32(*max), true, nil
 }
 
-// SampleWorkflows implements store.ExecutionReader: one statement per
-// workflow, each an index seek past the previous workflow's runs (a keyset
-// on (namespace_id, workflow_id) inside the shard), so a workflow with many
-// runs costs no more than one with one.
-func (s *DB) SampleWorkflows(ctx context.Context, shard int32, after *store.ExecutionKey, n int) ([]store.ExecutionKey, error) {
-	var out []store.ExecutionKey
-	for len(out) < n {
-		k, ok, err := s.nextWorkflow(ctx, shard, after)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		out = append(out, k)
-		after = &k
-	}
-	return out, nil
-}
-
-// nextWorkflow reads the first executions row of the shard's first
-// workflow after after's, or reports there is none.
-func (s *DB) nextWorkflow(ctx context.Context, shard int32, after *store.ExecutionKey) (store.ExecutionKey, bool, error) {
+// NextWorkflow implements store.ExecutionReader: a keyset on (shard_id,
+// namespace_id, workflow_id) over the primary key.
+func (s *DB) NextWorkflow(ctx context.Context, after *store.ExecutionKey) (store.ExecutionKey, bool, error) {
 	ctx, cancel := s.withStatement(ctx)
 	defer cancel()
 	b := s.newBuilder()
-	b.w("SELECT shard_id, namespace_id, workflow_id, run_id FROM executions WHERE shard_id = ").p(shard)
+	b.w("SELECT shard_id, namespace_id, workflow_id, run_id FROM executions")
 	if after != nil {
-		b.w(" AND ").cmp([]string{"namespace_id", "workflow_id"}, []any{after.NamespaceID[:], after.WorkflowID}, ">")
+		b.w(" WHERE ").cmp([]string{"shard_id", "namespace_id", "workflow_id"}, []any{after.ShardID, after.NamespaceID[:], after.WorkflowID}, ">")
 	}
 	b.w(" ORDER BY shard_id, namespace_id, workflow_id, run_id LIMIT 1")
 	rows, err := s.query(ctx, b.String(), b.args)

@@ -60,34 +60,39 @@ func TestExecutionReader(t *testing.T) {
 			t.Fatalf("MaxExecutionShard = %d, %v, %v; want %d", m, ok, err, want)
 		}
 		// One row of each workflow, whatever its runs: k1's workflow gets a
-		// second run, which the sample skips.
+		// second run, which the walk skips; across shards, in key order.
 		k1b := k1
 		k1b.RunID = run(8)
 		testdb.InsertExecutionRow(t, db, k1b, wire.EncodeExecutionState(wire.NamespaceID(k1b.RunID).String(), wire.StateRunning))
-		var sample []store.ExecutionKey
-		for _, sh := range []int32{1, 2, 3, 4} {
-			got, err := db.SampleWorkflows(ctx, sh, nil, 10)
+		var walk []store.ExecutionKey
+		var after *store.ExecutionKey
+		for {
+			k, ok, err := db.NextWorkflow(ctx, after)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sample = append(sample, got...)
-		}
-		if len(sample) != 3 {
-			t.Fatalf("SampleWorkflows = %+v; want the 3 workflows", sample)
-		}
-		for _, s := range sample {
-			if wire.HistoryShard(wire.NamespaceID(s.NamespaceID).String(), s.WorkflowID, 4) != s.ShardID {
-				t.Errorf("sampled row %+v is not in its shard", s)
+			if !ok {
+				break
+			}
+			walk = append(walk, k)
+			after = &k
+			if len(walk) > 10 {
+				t.Fatalf("NextWorkflow does not end: %+v", walk)
 			}
 		}
-		// Keyset: after the first workflow of k1's shard, the next one.
-		if got, err := db.SampleWorkflows(ctx, k1.ShardID, &k1, 10); err != nil {
-			t.Fatal(err)
-		} else {
-			for _, g := range got {
-				if g.NamespaceID == k1.NamespaceID && g.WorkflowID == k1.WorkflowID {
-					t.Errorf("SampleWorkflows after %q returned it again: %+v", k1.WorkflowID, g)
-				}
+		if len(walk) != 3 {
+			t.Fatalf("NextWorkflow walked %+v; want the 3 workflows", walk)
+		}
+		for i, k := range walk {
+			if wire.HistoryShard(wire.NamespaceID(k.NamespaceID).String(), k.WorkflowID, 4) != k.ShardID {
+				t.Errorf("walked row %+v is not in its shard", k)
+			}
+			if i > 0 && walk[i-1].ShardID > k.ShardID {
+				t.Errorf("not in shard order: %+v then %+v", walk[i-1], k)
+			}
+			// run(1) sorts before run(8).
+			if k.NamespaceID == k1.NamespaceID && k.WorkflowID == k1.WorkflowID && k.RunID != k1.RunID {
+				t.Errorf("k1's workflow as run %x, want its first run %x", k.RunID, k1.RunID)
 			}
 		}
 

@@ -28,11 +28,13 @@ type ExecutionReader interface {
 	// false if the table is empty.
 	MaxExecutionShard(ctx context.Context) (int32, bool, error)
 
-	// SampleWorkflows returns up to n distinct workflows of one shard, in
-	// key order after the workflow of after (nil: from the shard's first),
-	// each as the key of its first run's executions row. A continue-as-new
-	// chain is one workflow, however many runs it has.
-	SampleWorkflows(ctx context.Context, shard int32, after *ExecutionKey, n int) ([]ExecutionKey, error)
+	// NextWorkflow returns the key of the first executions row (its
+	// first run) of the first workflow after after's, in key order
+	// (shard_id, namespace_id, workflow_id), across shards; nil after:
+	// the table's first. ok is false past the last. One statement, an
+	// index seek: a workflow of many runs (a continue-as-new chain) costs
+	// no more than one of one.
+	NextWorkflow(ctx context.Context, after *ExecutionKey) (k ExecutionKey, ok bool, err error)
 
 	// GetExecutions looks the keys up in executions and returns the rows
 	// it found, in no particular order; a key it does not return has no

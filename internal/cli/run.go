@@ -581,7 +581,7 @@ func printSummary(w io.Writer, st scavenger.Stats) {
 	}
 	fmt.Fprintf(w, "\ntasks:  %d examined, %s %d\n", st.TasksProcessed, verb, tasks)
 	if st.TasksRunNotFound > 0 {
-		fmt.Fprintf(w, "kept:   %d tasks whose run is not in executions (run_not_found; --closed-deleted-runs deletes those of runs deleted by retention)\n", st.TasksRunNotFound)
+		fmt.Fprintf(w, "kept:   %d tasks whose run is not in executions (run_not_found: without --closed-deleted-runs, or not proven deleted by retention)\n", st.TasksRunNotFound)
 	}
 	if st.Deferred > 0 || st.Dropped > 0 || st.Retries > 0 {
 		fmt.Fprintf(w, "jobs:   %d deferred, %d dropped; %d transient errors retried\n", st.Deferred, st.Dropped, st.Retries)
