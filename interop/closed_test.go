@@ -34,7 +34,6 @@ import (
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/temporalworker"
-	"github.com/tqscavenger/tqscavenger/wire"
 )
 
 const closedWorkflowQueue = "closed-wf"
@@ -129,44 +128,15 @@ func (b batch) closeHalf(ctx context.Context, t *testing.T, c client.Client) {
 // the workflow is still running.
 func tasksOf(t *testing.T, db *sqlstore.DB, b batch) (running, closed int) {
 	t.Helper()
-	ctx := context.Background()
-	var after *store.QueueKey
-	for {
-		refs, err := db.ListTaskQueueIDs(ctx, store.V1, after, 1000)
-		if err != nil {
-			t.Fatal(err)
+	kind := make(map[string]string, len(b.running))
+	for id, run := range b.running {
+		kind[id] = "closed"
+		if run {
+			kind[id] = "running"
 		}
-		for _, ref := range refs {
-			// Activity tasks only: the workflow tasks matching dispatched
-			// stay in the table until its ack level lets it delete them.
-			if _, _, typ, err := wire.ParseQueueRowID(ref.ID); err != nil || typ != wire.TaskTypeActivity {
-				continue
-			}
-			rows, err := db.ReadTasks(ctx, store.V1, ref.QueueKey, nil, 100000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range rows {
-				info, err := wire.DecodeAllocatedTaskInfo(r.Encoding, r.Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run, ok := b.running[info.Data.WorkflowID]
-				switch {
-				case !ok:
-				case run:
-					running++
-				default:
-					closed++
-				}
-			}
-		}
-		if len(refs) < 1000 {
-			return running, closed
-		}
-		k := refs[len(refs)-1].QueueKey
-		after = &k
 	}
+	n := tasksByKind(t, db, kind)
+	return n["running"], n["closed"]
 }
 
 // backlog is what DescribeTaskQueue reports of the batch's queues' backlog.

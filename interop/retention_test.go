@@ -133,7 +133,8 @@ func retentionCase(ctx context.Context, t *testing.T, c client.Client, db *sqlst
 }
 
 // tasksByKind counts the persisted activity tasks of the workflows in
-// kind, by their kind.
+// kind, by their kind. Activity tasks only: the workflow tasks matching
+// dispatched stay in the table until its ack level lets it delete them.
 func tasksByKind(t *testing.T, db *sqlstore.DB, kind map[string]string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
