@@ -677,9 +677,11 @@ func TestMetricsLive(t *testing.T) {
 	d := newDaemon(t, daemon.Config{DB: h, RunAtStart: true, Clock: clock,
 		Scavenger: scavenger.Config{Pace: scavenger.Pace{ListPageSize: 10, Workers: 2}}})
 	start(t, d)
-	waitFor(t, "the first page of queues to be done", func() bool {
+	// A page's queues count as processed as the scan passes them, before
+	// the page's empty queue rows are deleted: wait for both.
+	waitFor(t, "the first page of queues to be done and its queue rows deleted", func() bool {
 		c := d.Status().Current
-		return c != nil && c.Stats.QueuesProcessed == 10
+		return c != nil && c.Stats.QueuesProcessed == 10 && c.Stats.QueuesDeleted == 10 && c.Stats.TasksDeleted == 300
 	})
 	reg := d.Registry()
 	for _, c := range []struct {
