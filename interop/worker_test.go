@@ -44,8 +44,11 @@ var workerNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 // the hand-over time, the totals).
 func TestWorkerOnTemporal(t *testing.T) {
 	s := loadSettings(t)
+	t.Parallel() // beside TestInterop and TestClosedWorkflowsLive: servers of their own
+	// Cleanups, not defers: the engines' subtests run in parallel, after
+	// this function has returned.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	const tag = "worker"
 	// Temporal's own persistence: SQLite, the quickest to set up; the
 	// scavenged databases are seeded files or databases of their own, so
@@ -59,8 +62,13 @@ func TestWorkerOnTemporal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	t.Run("sqlite", func(t *testing.T) { workerOnSQLite(ctx, t, s, ts, c) })
+	t.Cleanup(c.Close)
+	// The engines side by side on the one server: queues, workflow ids,
+	// files and databases of their own.
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		workerOnSQLite(ctx, t, s, ts, c)
+	})
 	for _, e := range s.engines {
 		var engine sqlstore.Engine
 		switch e {
@@ -72,6 +80,7 @@ func TestWorkerOnTemporal(t *testing.T) {
 			continue
 		}
 		t.Run(e, func(t *testing.T) {
+			t.Parallel()
 			for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 				handOver(ctx, t, s, ts, c, engine, sig)
 			}
