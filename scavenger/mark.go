@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tqscavenger/tqscavenger/executor"
+	"github.com/tqscavenger/tqscavenger/internal/executor"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tqscavenger/tqscavenger/executor"
+	"github.com/tqscavenger/tqscavenger/internal/executor"
 	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )

@@ -6,7 +6,7 @@ package scavenger
 import (
 	"context"
 
-	"github.com/tqscavenger/tqscavenger/executor"
+	"github.com/tqscavenger/tqscavenger/internal/executor"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/tqscavenger/tqscavenger/executor"
+	"github.com/tqscavenger/tqscavenger/internal/executor"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/tqscavenger/tqscavenger/internal/redact"
-	"github.com/tqscavenger/tqscavenger/suggest"
+	"github.com/tqscavenger/tqscavenger/internal/suggest"
 )
 
 // Engine names a SQL engine.

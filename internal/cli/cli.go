@@ -21,10 +21,10 @@ import (
 
 	"github.com/tqscavenger/tqscavenger/internal/buildinfo"
 	"github.com/tqscavenger/tqscavenger/internal/logattr"
+	"github.com/tqscavenger/tqscavenger/internal/suggest"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
-	"github.com/tqscavenger/tqscavenger/suggest"
 )
 
 // Exit statuses, for a scheduler to act on. A run stopped by a signal

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tqscavenger/tqscavenger/suggest"
+	"github.com/tqscavenger/tqscavenger/internal/suggest"
 )
 
 // The groups of flags in help, in the order shown.

@@ -1,9 +1,8 @@
 // Package suggest finds the nearest of known words to a mistyped one, for
 // the "did you mean …?" of an error message: the command's unknown
-// commands and flags, and sqlstore's misspelt DSN schemes. It is a
-// package of its own at the bottom of the house, importing nothing of
-// it, so that both the command and the public sqlstore use the same one
-// without an import running back up to internal/.
+// commands and flags, and sqlstore's misspelt DSN schemes. It imports
+// nothing of the module, so the command and sqlstore share it from the
+// bottom of the house; it is internal because no embedder needs it.
 package suggest
 
 // Distance is the Levenshtein distance of a and b: the fewest single-byte
