@@ -262,10 +262,10 @@ func closedWorkload(engine string) int {
 // side by side: each has its own Temporal server and databases.
 func TestClosedWorkflowsLive(t *testing.T) {
 	s := loadSettings(t)
-	t.Parallel() // beside TestInterop and TestWorkerOnTemporal
+	s.sideBySide(t) // beside TestInterop and TestWorkerOnTemporal
 	for _, e := range s.engines {
 		t.Run(e, func(t *testing.T) {
-			t.Parallel()
+			s.sideBySide(t)
 			closedLive(t, s, e)
 		})
 	}

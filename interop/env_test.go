@@ -25,6 +25,7 @@ type settings struct {
 	fairness []bool   // TQS_INTEROP_FAIRNESS=off,on
 	brk      string   // TQS_INTEROP_BREAK=clock|fence|none: which broken scavengers must be caught
 	keep     bool     // TQS_INTEROP_KEEP=1: keep databases and logs
+	parallel bool     // TQS_INTEROP_PARALLEL=0 runs every run alone (default: side by side)
 	journal  string   // TQS_INTEROP_SQLITE_JOURNAL=wal|delete: the SQLite file's journal mode (default wal)
 	work     string   // directory for configs, logs and SQLite files
 	temporal string   // the temporal-server binary (built if not given)
@@ -64,6 +65,7 @@ func readSettings() (settings, error) {
 	}
 	s.short = os.Getenv("TQS_INTEROP_SHORT") == "1"
 	s.keep = os.Getenv("TQS_INTEROP_KEEP") == "1"
+	s.parallel = os.Getenv("TQS_INTEROP_PARALLEL") != "0"
 	switch s.journal = os.Getenv("TQS_INTEROP_SQLITE_JOURNAL"); s.journal {
 	case "":
 		s.journal = "wal"
@@ -218,6 +220,15 @@ func goBuild(dir, out, pkg string) error {
 	}
 	fmt.Printf("built %s in %s\n", pkg, time.Since(start).Round(time.Second))
 	return nil
+}
+
+// sideBySide marks t parallel unless TQS_INTEROP_PARALLEL=0: each run has
+// its own server, databases and queues, and waits on its workload's timers
+// far more than it computes.
+func (s settings) sideBySide(t *testing.T) {
+	if s.parallel {
+		t.Parallel()
+	}
 }
 
 func (s settings) breaks() []string {

@@ -20,10 +20,7 @@ import (
 func TestInterop(t *testing.T) {
 	s := loadSettings(t)
 	start := time.Now()
-	parallel := os.Getenv("TQS_INTEROP_PARALLEL") != "0"
-	if parallel {
-		t.Parallel() // beside TestWorkerOnTemporal and TestClosedWorkflowsLive
-	}
+	s.sideBySide(t) // beside TestWorkerOnTemporal and TestClosedWorkflowsLive
 	var (
 		mu    sync.Mutex
 		notes []string
@@ -59,9 +56,7 @@ func TestInterop(t *testing.T) {
 			fairs = []bool{false}
 		}
 		t.Run(engine, func(t *testing.T) {
-			if parallel {
-				t.Parallel()
-			}
+			s.sideBySide(t)
 			for fi, fair := range fairs {
 				m := modeDefault
 				if (ei+fi)%2 == 1 {
@@ -74,15 +69,11 @@ func TestInterop(t *testing.T) {
 						defer close(ready[engine+onOff(fair)])
 						t.Run("runs", func(t *testing.T) {
 							t.Run("control", func(t *testing.T) {
-								if parallel {
-									t.Parallel()
-								}
+								s.sideBySide(t)
 								control = execute(t, s, runConfig{engine: engine, fairness: fair, mode: m, kind: noScavenger, short: s.short})
 							})
 							t.Run("scavenged", func(t *testing.T) {
-								if parallel {
-									t.Parallel()
-								}
+								s.sideBySide(t)
 								run = execute(t, s, runConfig{engine: engine, fairness: fair, mode: m, kind: realServe, short: s.short})
 							})
 						})
@@ -117,9 +108,7 @@ func TestInterop(t *testing.T) {
 		fair := s.fairness[0]
 		key := engine + onOff(fair)
 		t.Run("broken-"+b, func(t *testing.T) {
-			if parallel {
-				t.Parallel()
-			}
+			s.sideBySide(t)
 			<-ready[key]
 			mu.Lock()
 			control := controls[key]

@@ -44,7 +44,7 @@ var workerNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 // the hand-over time, the totals).
 func TestWorkerOnTemporal(t *testing.T) {
 	s := loadSettings(t)
-	t.Parallel() // beside TestInterop and TestClosedWorkflowsLive: servers of their own
+	s.sideBySide(t) // beside TestInterop and TestClosedWorkflowsLive: servers of their own
 	// Cleanups, not defers: the engines' subtests run in parallel, after
 	// this function has returned.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
@@ -66,7 +66,7 @@ func TestWorkerOnTemporal(t *testing.T) {
 	// The engines side by side on the one server: queues, workflow ids,
 	// files and databases of their own.
 	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
+		s.sideBySide(t)
 		workerOnSQLite(ctx, t, s, ts, c)
 	})
 	for _, e := range s.engines {
@@ -80,7 +80,7 @@ func TestWorkerOnTemporal(t *testing.T) {
 			continue
 		}
 		t.Run(e, func(t *testing.T) {
-			t.Parallel()
+			s.sideBySide(t)
 			for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 				handOver(ctx, t, s, ts, c, engine, sig)
 			}
