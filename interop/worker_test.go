@@ -44,7 +44,7 @@ var workerNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 // the hand-over time, the totals).
 func TestWorkerOnTemporal(t *testing.T) {
 	s := loadSettings(t)
-	s.sideBySide(t) // beside TestInterop and TestClosedWorkflowsLive: servers of their own
+	s.sideBySide(t) // beside TestInterop: servers of its own
 	// Cleanups, not defers: the engines' subtests run in parallel, after
 	// this function has returned.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
