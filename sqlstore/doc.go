@@ -30,4 +30,12 @@
 //   - tls.go: TLS settings as data (Options.TLS), the tls.Config they
 //     make for each driver, and what a failed handshake means (TLSError).
 //   - dsn.go: DSNs.
+//
+// The SQL itself, per engine, is in testdata/sqlite.sql,
+// testdata/postgres.sql and testdata/mysql.sql: every statement a DB
+// sends, each under a comment naming the method it serves, for a reader
+// who wants the statements rather than the code that builds them.
+// TestSQLGolden (sqlgolden_test.go) records them from the store at work
+// and fails when the store and the files part; after a deliberate change,
+// go test ./sqlstore -run TestSQLGolden -update rewrites them.
 package sqlstore
