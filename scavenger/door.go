@@ -124,7 +124,7 @@ func Begin(ctx context.Context, db PassDB, cfg Config, opts PassOptions) (*Pass,
 		lock.Unlock()
 		return nil, &SetupError{Step: StepSchema, Err: err}
 	}
-	if cfg.Rules, err = ResolveNamespaces(ctx, db, cfg.Rules); err != nil {
+	if cfg.Rules, err = ResolveNamespaces(ctx, namespaceLister(db), cfg.Rules); err != nil {
 		lock.Unlock()
 		return nil, &SetupError{Step: StepNamespaces, Err: err}
 	}

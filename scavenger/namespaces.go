@@ -28,17 +28,17 @@ var ErrUnknownNamespace = errors.New("unknown namespace")
 var ErrUnresolvedNamespaces = errors.New("namespace names not resolved to ids (set the pass up with Begin, or resolve them with ResolveNamespaces)")
 
 // ResolveNamespaces returns r with its NamespaceNames looked up in the
-// namespaces table of db and their ids added to Namespaces (each id once,
-// in the order given), NamespaceNames emptied. Rules without names are
-// returned as they are, without reading anything. db must implement
-// store.NamespaceLister. A name not in the table is an error wrapping
-// ErrUnknownNamespace that lists the names present.
-func ResolveNamespaces(ctx context.Context, db any, r Rules) (Rules, error) {
+// namespaces table that l reads and their ids added to Namespaces (each
+// id once, in the order given), NamespaceNames emptied. Rules without
+// names are returned as they are, without reading anything. A nil l is a
+// store that cannot read the table: names are then an error asking for
+// ids. A name not in the table is an error wrapping ErrUnknownNamespace
+// that lists the names present.
+func ResolveNamespaces(ctx context.Context, l store.NamespaceLister, r Rules) (Rules, error) {
 	if len(r.NamespaceNames) == 0 {
 		return r, nil
 	}
-	l, ok := db.(store.NamespaceLister)
-	if !ok {
+	if l == nil {
 		return r, fmt.Errorf("namespace %q: this store cannot read namespace names: give the namespace's id (UUID)", r.NamespaceNames[0])
 	}
 	all, err := l.Namespaces(ctx)
@@ -68,6 +68,14 @@ func ResolveNamespaces(ctx context.Context, db any, r Rules) (Rules, error) {
 		}
 	}
 	return out, nil
+}
+
+// namespaceLister returns db's store.NamespaceLister, or nil if it has
+// none: what Begin hands ResolveNamespaces, as a PassDB need not read
+// namespaces (its Rules may name none).
+func namespaceLister(db store.Store) store.NamespaceLister {
+	l, _ := db.(store.NamespaceLister)
+	return l
 }
 
 // unknownNamespace is the error for a name not among all, listing the

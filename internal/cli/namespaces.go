@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tqscavenger/tqscavenger/scavenger"
+	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )
 
@@ -36,7 +37,7 @@ func namespaceScope(r *scavenger.Rules, vals []string) error {
 // resolveNamespaces resolves c's namespace names through db's namespaces
 // table, for the hosts that need ids before a pass: serve's start-up
 // check, a schedule's description. An unknown name is bad input.
-func resolveNamespaces(ctx context.Context, db any, c *scavenger.Config) error {
+func resolveNamespaces(ctx context.Context, db store.NamespaceLister, c *scavenger.Config) error {
 	r, err := scavenger.ResolveNamespaces(ctx, db, c.Rules)
 	if err != nil {
 		return fmt.Errorf("--namespace: %w", err)
@@ -49,6 +50,6 @@ func resolveNamespaces(ctx context.Context, db any, c *scavenger.Config) error {
 // unknown one at start (exit status 2) rather than fail every pass; each
 // pass resolves them again (Begin), as a namespace may be registered
 // again under its name with another id.
-func checkNamespaceNames(ctx context.Context, db any, cfg scavenger.Config) error {
+func checkNamespaceNames(ctx context.Context, db store.NamespaceLister, cfg scavenger.Config) error {
 	return resolveNamespaces(ctx, db, &cfg)
 }
