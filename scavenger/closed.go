@@ -64,15 +64,15 @@ type closedRule struct {
 	// sampled is how many workflows the proof found where the count puts
 	// them.
 	sampled int
-	// wait paces each lookup statement as the pass's other statements.
-	wait func(ctx context.Context) error
 }
 
-// newClosedRule reads the shard count and the namespaces, and with
-// ClosedDeletedRuns proves the count.
-func newClosedRule(ctx context.Context, raw store.Store, book ruleBook, r Rules, wait func(context.Context) error) (*closedRule, error) {
-	er, ok := raw.(store.ExecutionReader)
-	if !ok {
+// newClosedRule reads the shard count and the namespaces through er, and
+// with ClosedDeletedRuns proves the count. er is the pass's: every read
+// goes through its middleware as the pass's other statements do (paced,
+// rate-limited, refused after Shutdown); nil if its store cannot read
+// them.
+func newClosedRule(ctx context.Context, er store.ExecutionReader, book ruleBook, r Rules) (*closedRule, error) {
+	if er == nil {
 		return nil, fmt.Errorf("%w: the store cannot read Temporal's executions tables", ErrClosedWorkflowsRefused)
 	}
 	n, err := shardCount(ctx, er, r.ClusterName)
@@ -83,7 +83,7 @@ func newClosedRule(ctx context.Context, raw store.Store, book ruleBook, r Rules,
 	if err != nil {
 		return nil, readFailed(err)
 	}
-	c := &closedRule{er: er, book: book, rules: r, shards: n, ns: map[[16]byte]nsFacts{}, wait: wait}
+	c := &closedRule{er: er, book: book, rules: r, shards: n, ns: map[[16]byte]nsFacts{}}
 	for _, row := range rows {
 		f := nsFacts{global: row.IsGlobal}
 		if ret, err := wire.DecodeNamespaceRetention(row.Encoding, row.Data); err == nil && ret.HasRetention {
@@ -185,9 +185,6 @@ func (c *closedRule) lookup(ctx context.Context, keys []store.ExecutionKey) (map
 	states := make(map[store.ExecutionKey]runState, len(keys))
 	// One statement per chunk, each paced as the pass's other statements.
 	for chunk := range slices.Chunk(keys, store.LookupChunk) {
-		if err := c.wait(ctx); err != nil {
-			return nil, nil, err
-		}
 		rows, err := c.er.GetExecutions(ctx, chunk)
 		if err != nil {
 			return nil, nil, fmt.Errorf("closed-workflow rule: look runs up: %w", err)
@@ -214,9 +211,6 @@ func (c *closedRule) current(ctx context.Context, missing []store.ExecutionKey) 
 		return out, nil
 	}
 	for chunk := range slices.Chunk(missing, store.LookupChunk) {
-		if err := c.wait(ctx); err != nil {
-			return nil, err
-		}
 		rows, err := c.er.GetCurrentExecutions(ctx, chunk)
 		if err != nil {
 			return nil, fmt.Errorf("closed-workflow rule: look current runs up: %w", err)
@@ -231,11 +225,11 @@ func (c *closedRule) current(ctx context.Context, missing []store.ExecutionKey) 
 }
 
 // readFailed wraps the error of a read the rule makes before the pass: a
-// transient one (a lost connection, a statement timeout) as it is, so that
-// the pass fails and a retry may help; any other (a table missing or
-// unreadable) as a refusal.
+// transient one (a lost connection, a statement timeout) or the shutdown
+// gate's refusal as it is, so that the pass fails or is interrupted and a
+// retry may help; any other (a table missing or unreadable) as a refusal.
 func readFailed(err error) error {
-	if errors.Is(err, store.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, store.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrShutdown) {
 		return fmt.Errorf("closed-workflow rule: %w", err)
 	}
 	return fmt.Errorf("%w: %w", ErrClosedWorkflowsRefused, err)
@@ -326,9 +320,6 @@ func (c *closedRule) proveShardCount(ctx context.Context) (int, error) {
 	var keys []store.ExecutionKey
 	var after *store.ExecutionKey
 	for len(keys) < MinProofWorkflows {
-		if err := c.wait(ctx); err != nil {
-			return 0, err
-		}
 		k, ok, err := c.er.NextWorkflow(ctx, after)
 		if err != nil {
 			return 0, readFailed(err)
@@ -368,7 +359,7 @@ func (p *pass) setupClosed(ctx context.Context) error {
 	if !p.cfg.ClosedWorkflows || p.cfg.Compat == CompatTemporal {
 		return nil
 	}
-	c, err := newClosedRule(ctx, p.raw, p.book, p.cfg.Rules, func(ctx context.Context) error { return p.tune.stmts.wait(ctx, nil) })
+	c, err := newClosedRule(ctx, p.st.exec, p.book, p.cfg.Rules)
 	if err != nil {
 		return err
 	}

@@ -311,7 +311,10 @@ type Hooks struct {
 	// the pass's own shutdown gate and rate limits. It exists for tests
 	// and embedders: to inject faults, hold a call until something has
 	// happened, trace or count calls. A middleware must pass each call on
-	// unchanged to keep the pass's guarantees.
+	// unchanged to keep the pass's guarantees. The calls of the optional
+	// interfaces the pass uses (store.ExecutionReader, store.OddHashFinder)
+	// reach a middleware whose store implements them, and go past one
+	// whose store does not (see store.Middleware).
 	Middleware []store.Middleware
 	// OnTasksDeleted, if set, is told of the tasks of one queue a queue
 	// job deleted (in a dry run: would have deleted) for a reason, for

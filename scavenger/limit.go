@@ -182,7 +182,8 @@ func (t *tunables) retry() (initial, maxWait, retryFor time.Duration) {
 // limitedStore applies Config.MaxStatementsPerSecond to every call and
 // Config.MaxDeletesPerSecond to the rows every delete removes. It spells out
 // every method of store.Store, so a method added to the contract does not
-// bypass the limits.
+// bypass the limits, and those of the optional interfaces the pass uses
+// (optional.go), reads each charged as one statement as Store's are.
 type limitedStore struct {
 	next        store.Store
 	stmts, rows *limiter
@@ -190,7 +191,11 @@ type limitedStore struct {
 	stop <-chan struct{}
 }
 
-var _ store.Store = (*limitedStore)(nil)
+var (
+	_ store.Store           = (*limitedStore)(nil)
+	_ store.ExecutionReader = (*limitedStore)(nil)
+	_ store.OddHashFinder   = (*limitedStore)(nil)
+)
 
 // limit returns the middleware of the rate limits of t, which may change
 // during the pass: it is there even while they are unlimited. Its waits
@@ -286,4 +291,60 @@ func (s *limitedStore) DeleteQueues(ctx context.Context, t store.Table, fences [
 		return 0, err
 	}
 	return s.deleted(s.next.DeleteQueues(ctx, t, fences))
+}
+
+func (s *limitedStore) ClusterMetadata(ctx context.Context) ([]store.ClusterMetadataRow, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return executions(s.next).ClusterMetadata(ctx)
+}
+
+func (s *limitedStore) ShardIDs(ctx context.Context) ([]int32, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return executions(s.next).ShardIDs(ctx)
+}
+
+func (s *limitedStore) MaxExecutionShard(ctx context.Context) (int32, bool, error) {
+	if err := s.before(ctx, false); err != nil {
+		return 0, false, err
+	}
+	return executions(s.next).MaxExecutionShard(ctx)
+}
+
+func (s *limitedStore) NextWorkflow(ctx context.Context, after *store.ExecutionKey) (store.ExecutionKey, bool, error) {
+	if err := s.before(ctx, false); err != nil {
+		return store.ExecutionKey{}, false, err
+	}
+	return executions(s.next).NextWorkflow(ctx, after)
+}
+
+func (s *limitedStore) GetExecutions(ctx context.Context, keys []store.ExecutionKey) ([]store.ExecutionRow, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return executions(s.next).GetExecutions(ctx, keys)
+}
+
+func (s *limitedStore) GetCurrentExecutions(ctx context.Context, keys []store.ExecutionKey) ([]store.CurrentExecutionRow, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return executions(s.next).GetCurrentExecutions(ctx, keys)
+}
+
+func (s *limitedStore) Namespaces(ctx context.Context) ([]store.NamespaceRow, error) {
+	if err := s.before(ctx, false); err != nil {
+		return nil, err
+	}
+	return executions(s.next).Namespaces(ctx)
+}
+
+func (s *limitedStore) OddHashes(ctx context.Context, t store.Table, limit int) (store.OddHashes, error) {
+	if err := s.before(ctx, false); err != nil {
+		return store.OddHashes{}, err
+	}
+	return oddHashes(s.next).OddHashes(ctx, t, limit)
 }

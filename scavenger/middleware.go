@@ -2,6 +2,7 @@ package scavenger
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 
 	"github.com/tqscavenger/tqscavenger/store"
@@ -32,23 +33,50 @@ import (
 // This is the one place where they are composed. Every wrapper spells out
 // every method of store.Store, so a method added to the contract fails to
 // compile until each has decided what to do with it.
-func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *batcher) (store.Store, *yielder) {
+//
+// The optional interfaces the pass uses (optional.go) take the same path.
+// The pass's own wrappers above Config.Middleware (1 to 3) implement them,
+// each as it does Store's reads. Below, each middleware's store is a
+// layer: a call goes to the middleware if its store implements the
+// interface, past it to the store it was given if not, so a middleware
+// that wraps only store.Store does not hide them. The write refusal and
+// the stop gate (5 and 6) are gone past that way: every optional call is
+// a read, which both pass on as it is.
+func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *batcher) (passStore, *yielder) {
 	pace, y := yieldMiddleware(s.cfg, s.tune, s.closing, batch, s.st, s.onYielder)
-	mw := []store.Middleware{
+	below := slices.Clone(s.cfg.Middleware)
+	if s.cfg.DryRun {
+		below = append(below, func(next store.Store) store.Store { return &dryRunStore{next: next} })
+	}
+	// Innermost: nothing between it and the store can hold a delete past
+	// the pass's end.
+	below = append(below, stopGateMiddleware(pass))
+	st, has := s.st, optionalOf(s.st)
+	for i := len(below) - 1; i >= 0; i-- {
+		if below[i] == nil {
+			continue
+		}
+		out := below[i](st)
+		has = has.or(optionalOf(out))
+		st = &layer{Store: out, in: st}
+	}
+	top := store.Chain(st,
 		func(next store.Store) store.Store {
 			return &gateStore{next: next, closing: s.closing, refused: refused}
 		},
 		limit(s.tune, s.closing),
 		pace,
+	)
+	ps := passStore{Store: top}
+	// top is the gate, which implements every optional interface: the
+	// pass calls one only where a store of the stack implements it.
+	if has.exec {
+		ps.exec = top.(store.ExecutionReader)
 	}
-	mw = append(mw, s.cfg.Middleware...)
-	if s.cfg.DryRun {
-		mw = append(mw, func(next store.Store) store.Store { return &dryRunStore{next: next} })
+	if has.odd {
+		ps.odd = top.(store.OddHashFinder)
 	}
-	// Innermost: nothing between it and the store can hold a delete past
-	// the pass's end.
-	mw = append(mw, stopGateMiddleware(pass))
-	return store.Chain(s.st, mw...), y
+	return ps, y
 }
 
 // gateStore refuses every call once closing is closed, with ErrShutdown,
@@ -60,7 +88,11 @@ type gateStore struct {
 	refused *atomic.Int64
 }
 
-var _ store.Store = (*gateStore)(nil)
+var (
+	_ store.Store           = (*gateStore)(nil)
+	_ store.ExecutionReader = (*gateStore)(nil)
+	_ store.OddHashFinder   = (*gateStore)(nil)
+)
 
 func (g *gateStore) admit() error {
 	select {
@@ -140,4 +172,60 @@ func (g *gateStore) DeleteQueues(ctx context.Context, t store.Table, fences []st
 		return 0, err
 	}
 	return g.next.DeleteQueues(ctx, t, fences)
+}
+
+func (g *gateStore) ClusterMetadata(ctx context.Context) ([]store.ClusterMetadataRow, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return executions(g.next).ClusterMetadata(ctx)
+}
+
+func (g *gateStore) ShardIDs(ctx context.Context) ([]int32, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return executions(g.next).ShardIDs(ctx)
+}
+
+func (g *gateStore) MaxExecutionShard(ctx context.Context) (int32, bool, error) {
+	if err := g.admit(); err != nil {
+		return 0, false, err
+	}
+	return executions(g.next).MaxExecutionShard(ctx)
+}
+
+func (g *gateStore) NextWorkflow(ctx context.Context, after *store.ExecutionKey) (store.ExecutionKey, bool, error) {
+	if err := g.admit(); err != nil {
+		return store.ExecutionKey{}, false, err
+	}
+	return executions(g.next).NextWorkflow(ctx, after)
+}
+
+func (g *gateStore) GetExecutions(ctx context.Context, keys []store.ExecutionKey) ([]store.ExecutionRow, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return executions(g.next).GetExecutions(ctx, keys)
+}
+
+func (g *gateStore) GetCurrentExecutions(ctx context.Context, keys []store.ExecutionKey) ([]store.CurrentExecutionRow, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return executions(g.next).GetCurrentExecutions(ctx, keys)
+}
+
+func (g *gateStore) Namespaces(ctx context.Context) ([]store.NamespaceRow, error) {
+	if err := g.admit(); err != nil {
+		return nil, err
+	}
+	return executions(g.next).Namespaces(ctx)
+}
+
+func (g *gateStore) OddHashes(ctx context.Context, t store.Table, limit int) (store.OddHashes, error) {
+	if err := g.admit(); err != nil {
+		return store.OddHashes{}, err
+	}
+	return oddHashes(g.next).OddHashes(ctx, t, limit)
 }

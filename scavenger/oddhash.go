@@ -29,10 +29,11 @@ func (e *OddHashError) Error() string {
 // or ends at 2³²−1 (the others): a full pass reports them all, and the
 // partitions of a partitioned pass report them once between them, as a
 // full pass does. A store that cannot find them (not a store.OddHashFinder)
-// holds none: its keys are uint32.
+// holds none: its keys are uint32. The reads go through the pass's
+// middleware, as its other statements do.
 func (p *pass) reportOddHashes(ctx context.Context, tables []store.Table) error {
-	f, ok := p.raw.(store.OddHashFinder)
-	if !ok {
+	f := p.st.odd
+	if f == nil {
 		return nil
 	}
 	below, above := p.rng.Lo == 0, p.rng.Hi == math.MaxUint32

@@ -222,7 +222,6 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	s.mu.Lock()
 	s.pacer = p.pacer
 	s.mu.Unlock()
-	p.raw = s.st
 	p.rng = s.cfg.Partition.Range()
 	p.spread, p.pipeline = s.commitPattern()
 	log := s.cfg.Logger
@@ -419,10 +418,9 @@ type pass struct {
 	// refused counts the statements the shutdown gate refused.
 	refused atomic.Int64
 	retries retryLog
-	st      store.Store
-	// raw is the store without the pass's middleware, for the optional
-	// interfaces it implements (store.OddHashFinder).
-	raw store.Store
+	// st is the store through the pass's middleware (stack), its optional
+	// interfaces too.
+	st passStore
 	// spread is how many window jobs a page's queues go to, and pipeline
 	// how many deletes a window keeps running while it scans on: the
 	// workers and windowPipeline where the store shares the commits of

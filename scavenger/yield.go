@@ -565,13 +565,19 @@ func (y *yielder) counters() (decreases, minAllowed int, minShare float64) {
 
 // yieldStore paces every call through its yielder. It spells out every
 // method of store.Store, so a method added to the contract does not
-// bypass it.
+// bypass it, and those of the optional interfaces the pass uses
+// (optional.go): the closed-workflow rule's lookups wait for a slot and
+// count in the windows as the pass's other statements do.
 type yieldStore struct {
 	next store.Store
 	y    *yielder
 }
 
-var _ store.Store = (*yieldStore)(nil)
+var (
+	_ store.Store           = (*yieldStore)(nil)
+	_ store.ExecutionReader = (*yieldStore)(nil)
+	_ store.OddHashFinder   = (*yieldStore)(nil)
+)
 
 // call runs f in a slot and observes it as method; f returns the rows it
 // read or deleted.
@@ -677,4 +683,71 @@ func (s *yieldStore) DeleteQueues(ctx context.Context, t store.Table, fences []s
 		return int(n), err
 	})
 	return n, err
+}
+
+func (s *yieldStore) ClusterMetadata(ctx context.Context) (rows []store.ClusterMetadataRow, err error) {
+	err = s.call(ctx, "ClusterMetadata", func() (int, error) {
+		rows, err = executions(s.next).ClusterMetadata(ctx)
+		return len(rows), err
+	})
+	return rows, err
+}
+
+func (s *yieldStore) ShardIDs(ctx context.Context) (ids []int32, err error) {
+	err = s.call(ctx, "ShardIDs", func() (int, error) {
+		ids, err = executions(s.next).ShardIDs(ctx)
+		return len(ids), err
+	})
+	return ids, err
+}
+
+func (s *yieldStore) MaxExecutionShard(ctx context.Context) (top int32, found bool, err error) {
+	err = s.call(ctx, "MaxExecutionShard", func() (int, error) {
+		top, found, err = executions(s.next).MaxExecutionShard(ctx)
+		return 1, err
+	})
+	return top, found, err
+}
+
+func (s *yieldStore) NextWorkflow(ctx context.Context, after *store.ExecutionKey) (k store.ExecutionKey, ok bool, err error) {
+	err = s.call(ctx, "NextWorkflow", func() (int, error) {
+		k, ok, err = executions(s.next).NextWorkflow(ctx, after)
+		if !ok {
+			return 0, err
+		}
+		return 1, err
+	})
+	return k, ok, err
+}
+
+func (s *yieldStore) GetExecutions(ctx context.Context, keys []store.ExecutionKey) (rows []store.ExecutionRow, err error) {
+	err = s.call(ctx, "GetExecutions", func() (int, error) {
+		rows, err = executions(s.next).GetExecutions(ctx, keys)
+		return len(rows), err
+	})
+	return rows, err
+}
+
+func (s *yieldStore) GetCurrentExecutions(ctx context.Context, keys []store.ExecutionKey) (rows []store.CurrentExecutionRow, err error) {
+	err = s.call(ctx, "GetCurrentExecutions", func() (int, error) {
+		rows, err = executions(s.next).GetCurrentExecutions(ctx, keys)
+		return len(rows), err
+	})
+	return rows, err
+}
+
+func (s *yieldStore) Namespaces(ctx context.Context) (rows []store.NamespaceRow, err error) {
+	err = s.call(ctx, "Namespaces", func() (int, error) {
+		rows, err = executions(s.next).Namespaces(ctx)
+		return len(rows), err
+	})
+	return rows, err
+}
+
+func (s *yieldStore) OddHashes(ctx context.Context, t store.Table, limit int) (oh store.OddHashes, err error) {
+	err = s.call(ctx, "OddHashes", func() (int, error) {
+		oh, err = oddHashes(s.next).OddHashes(ctx, t, limit)
+		return len(oh.Rows), err
+	})
+	return oh, err
 }

@@ -107,10 +107,27 @@ type Store interface {
 // middleware implements every method of Store itself, without embedding
 // the Store it wraps, so that a method added to Store fails to compile in
 // every wrapper instead of bypassing it.
+//
+// # Optional interfaces
+//
+// A scavenger pass (package scavenger, its Config.Middleware) also calls
+// optional interfaces of its store: ExecutionReader (the closed-workflow
+// rule) and OddHashFinder. Their calls take the same path as Store's,
+// through every middleware, with one difference: a middleware sees them
+// only if the store it returns implements the interface too. A middleware
+// that wraps only Store does not hide them: the pass, which applied the
+// middleware and so knows the store it gave it, sends those calls past it,
+// to that store. A middleware that does implement one passes each call on
+// to the same interface of the store it was given, which the pass makes
+// implement every optional interface it uses; where no store below
+// implements one, its methods fail with an error wrapping
+// errors.ErrUnsupported, and the pass does not call them.
 type Middleware func(Store) Store
 
 // Chain applies mw to s so that mw[0] is the outermost wrapper: a call
-// passes through mw[0], then mw[1], and so on, then reaches s.
+// passes through mw[0], then mw[1], and so on, then reaches s. It composes
+// Store's methods only: the store it returns implements an optional
+// interface only if mw[0]'s does.
 func Chain(s Store, mw ...Middleware) Store {
 	for i := len(mw) - 1; i >= 0; i-- {
 		if mw[i] != nil {
