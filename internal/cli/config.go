@@ -118,6 +118,7 @@ var zeroDefaults = map[string]bool{
 	"workers": true, "list-page-size": true, "task-batch-size": true, "tasks-per-job": true,
 	"max-deferred": true, "grace": true, "retry-initial": true, "retry-max": true,
 	"slow-statement": true, "retry-for": true, "max-conns": true, "yield-factor": true,
+	"connect-timeout": true,
 }
 
 // withDefaults shows, for knobs left at 0 ("the default") and lists left
@@ -138,6 +139,7 @@ func withDefaults(settings []daemon.Setting, cfg scavenger.Config, cf *connFlags
 		"slow-statement":  shortDuration(c.SlowStatement),
 		"retry-for":       shortDuration(c.RetryFor),
 		"max-conns":       strconv.Itoa(storeDefaults.MaxConns),
+		"connect-timeout": shortDuration(sqlstore.DefaultConnectTimeout),
 		"protect":         strings.Join(c.ProtectedPrefixes, ","),
 		"tables":          "all",
 	}

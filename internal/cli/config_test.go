@@ -277,6 +277,8 @@ func TestConfigCommand(t *testing.T) {
 		`# listen: "127.0.0.1:9464"  (default)`,
 		"# tables: all  (default)",
 		`# cron: ""  (default)`,
+		// 0 means the store's default: the value used is shown.
+		"# connect-timeout: 10s  (default)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("config output lacks %q:\n%s", want, text)
