@@ -65,7 +65,7 @@ func (r *Report) closedDryRun(ctx context.Context, st store.Store, o Options) er
 			c.RunDeleted += n
 		}
 	}
-	s, err := scavenger.New(st, cfg).Run(ctx)
+	s, err := scavenger.NewUnlocked(st, cfg).Run(ctx) // lock-free, as dryRuns
 	if err != nil {
 		return fmt.Errorf("dry run of default --closed-workflows: %w", err)
 	}

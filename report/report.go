@@ -340,7 +340,9 @@ func (r *Report) dryRuns(ctx context.Context, st store.Store, o Options) error {
 		if cfg.Compat == "" {
 			cfg.Tables = o.Tables
 		}
-		s, err := scavenger.New(st, cfg).Run(ctx)
+		// Lock-free on purpose (scavenger.NewUnlocked): a dry run writes
+		// nothing, and report must not wait for serve's pass.
+		s, err := scavenger.NewUnlocked(st, cfg).Run(ctx)
 		if err != nil {
 			return fmt.Errorf("dry run of %s: %w", m.name, err)
 		}

@@ -5,7 +5,9 @@ package scavenger
 // pass's part of the range_hash space, checks the schema, fills in what
 // the schema check decides and hands back a Pass that holds the lock; the
 // host runs it and closes it. What stays with the host is its own: flags
-// and output, schedule and metrics, heartbeats and retries.
+// and output, schedule and metrics, heartbeats and retries. NewUnlocked is
+// the side door, for the two hosts that run a pass without the lock on
+// purpose (report's dry runs, demo).
 
 import (
 	"context"
@@ -109,7 +111,7 @@ type Pass struct {
 //	defer p.Close()
 //	st, err := p.Run(ctx)
 //
-// cfg itself is checked by Run, as for a Scavenger made by New.
+// cfg itself is checked by Run, as for a Scavenger made by NewUnlocked.
 func Begin(ctx context.Context, db PassDB, cfg Config, opts PassOptions) (*Pass, error) {
 	var lock store.Lock = noLock{}
 	if !cfg.DryRun {
@@ -176,3 +178,22 @@ type noLock struct{}
 
 func (noLock) Unlock() error               { return nil }
 func (noLock) Check(context.Context) error { return nil }
+
+// NewUnlocked returns a Scavenger for st that runs passes without any of
+// Begin's steps. It takes no lock: a real pass (not a dry run) it runs
+// may delete beside a pass of run, serve or the Temporal worker over the
+// same rows. It checks no schema: a database Begin would refuse is not
+// refused before the pass starts. Config.NamespaceNames must already be
+// ids (ResolveNamespaces: Run refuses names with ErrUnresolvedNamespaces),
+// and Config.Resume is checked by Run. An invalid cfg is reported by Run.
+//
+// It is for the two hosts that run a pass without the lock on purpose.
+// report's dry runs read the plain store.Store that report.Take is given
+// (the command checks the schema once, when it opens the database): they
+// write nothing, and must never wait for the lock while serve's pass holds
+// it. demo's pass runs over a SQLite file that demo has just created and
+// that nothing else has open. Every other host, and every embedder, sets a
+// pass up with Begin.
+func NewUnlocked(st store.Store, cfg Config) *Scavenger {
+	return New(st, cfg)
+}

@@ -226,3 +226,87 @@ func TestBeginResume(t *testing.T) {
 		t.Fatalf("a pass resumed from a checkpoint of no positions: %+v, %v: want it resumed, every expired task deleted", st, err)
 	}
 }
+
+// TestDoors: what docs/library.md promises of the two ways to a pass, on
+// every engine. Begin, the documented one, refuses a real pass while
+// another store (as another process would) holds the lock, at the lock
+// step with store.ErrLocked and nothing deleted, and refuses a database
+// without task tables at the schema step with store.ErrSchema, a dry run
+// too; a dry run takes no lock. NewUnlocked does neither, on purpose: its
+// passes run beside the held lock, a real one deleting, and nothing
+// refuses the database without tables before its pass.
+func TestDoors(t *testing.T) {
+	ctx := context.Background()
+	begin := func(db *sqlstore.DB, cfg scavenger.Config) (scavenger.Stats, error) {
+		p, err := scavenger.Begin(ctx, db, cfg, scavenger.PassOptions{})
+		if err != nil {
+			return scavenger.Stats{}, err
+		}
+		defer p.Close()
+		return p.Run(ctx)
+	}
+	unlocked := func(db *sqlstore.DB, cfg scavenger.Config) (scavenger.Stats, error) {
+		return scavenger.NewUnlocked(db, cfg).Run(ctx)
+	}
+	for _, tc := range []struct {
+		name     string
+		door     func(*sqlstore.DB, scavenger.Config) (scavenger.Stats, error)
+		dryRun   bool
+		noTables bool // a database without task tables, else a lock held elsewhere
+		step     scavenger.SetupStep
+		err      error
+		deleted  int64 // tasks deleted, or counted by a dry run
+	}{
+		{"Begin/locked", begin, false, false, scavenger.StepLock, store.ErrLocked, 0},
+		{"Begin/locked/dry run", begin, true, false, "", nil, 15},
+		{"Begin/no tables", begin, false, true, scavenger.StepSchema, store.ErrSchema, 0},
+		{"Begin/no tables/dry run", begin, true, true, scavenger.StepSchema, store.ErrSchema, 0},
+		{"NewUnlocked/locked", unlocked, false, false, "", nil, 15},
+		{"NewUnlocked/locked/dry run", unlocked, true, false, "", nil, 15},
+		{"NewUnlocked/no tables", unlocked, false, true, "", nil, 0},
+		{"NewUnlocked/no tables/dry run", unlocked, true, true, "", nil, 0},
+	} {
+		for _, e := range testdb.Engines {
+			t.Run(tc.name+"/"+string(e), func(t *testing.T) {
+				var db *sqlstore.DB
+				if tc.noTables {
+					dsn := testdb.Empty(t, e)
+					var err error
+					if db, err = sqlstore.Open(ctx, dsn, sqlstore.Options{Create: true}); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { db.Close() })
+				} else {
+					dsn := testdb.DSN(t, e)
+					db = testdb.OpenDSN(t, dsn)
+					mustSeed(t, db, seed.Spec{Queues: 3, TasksPerQueue: 5, Expired: 1, IdleAge: 72 * time.Hour})
+					held, err := testdb.OpenDSN(t, dsn).LockRange(ctx, store.FullRange, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer held.Unlock()
+				}
+				var before string
+				if !tc.noTables {
+					before = testdb.Digest(t, db)
+				}
+				cfg := baseConfig()
+				cfg.DryRun = tc.dryRun
+				st, err := tc.door(db, cfg)
+				if tc.err != nil {
+					if setupStep(err) != tc.step || !errors.Is(err, tc.err) {
+						t.Fatalf("%v (step %q), want the %s step to fail with %v", err, setupStep(err), tc.step, tc.err)
+					}
+				} else if err != nil || st.Outcome != scavenger.Completed {
+					t.Fatalf("%v, outcome %q: want the pass to run and complete", err, st.Outcome)
+				}
+				if got := max(st.TasksDeleted, st.WouldDeleteTasks); got != tc.deleted {
+					t.Errorf("%d tasks deleted (or counted by a dry run), want %d", got, tc.deleted)
+				}
+				if want := tc.deleted > 0 && !tc.dryRun; !tc.noTables && (testdb.Digest(t, db) != before) != want {
+					t.Errorf("the database changed: %v, want %v", !want, want)
+				}
+			})
+		}
+	}
+}

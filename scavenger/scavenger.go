@@ -73,7 +73,13 @@ type Scavenger struct {
 	onYielder func(*yielder)
 }
 
-// New returns a Scavenger for st. An invalid cfg is reported by Run.
+// New returns a Scavenger for st. An invalid cfg is reported by Run. It
+// takes no lock and checks no schema: it is NewUnlocked under its first
+// name.
+//
+// Deprecated: Use Begin, which takes the lock and checks the schema
+// before the pass; a host that means to run a pass without them calls
+// NewUnlocked.
 func New(st store.Store, cfg Config) *Scavenger {
 	cfg = cfg.WithDefaults()
 	return &Scavenger{st: st, cfg: cfg, book: cfg.Rules, tune: newTunables(cfg), closing: make(chan struct{})}

@@ -232,7 +232,9 @@ func demoCmd(ctx context.Context, e *env, path string, lf *logFlags) error {
 	before.WriteText(e.stdout)
 
 	cfg := scavenger.Config{Hooks: scavenger.Hooks{Now: func() time.Time { return now }, Logger: log}}
-	st, err := scavenger.New(db, cfg).Run(ctx)
+	// Lock-free on purpose (scavenger.NewUnlocked): nothing else has the
+	// file demo just created open.
+	st, err := scavenger.NewUnlocked(db, cfg).Run(ctx)
 	if err != nil {
 		return err
 	}
