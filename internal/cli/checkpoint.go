@@ -1,14 +1,17 @@
 package cli
 
-// The checkpoint file of run --checkpoint.
+// The checkpoint file of run --checkpoint, and the flags that name it.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/tqscavenger/tqscavenger/internal/readfile"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 )
@@ -104,4 +107,72 @@ func saveCheckpoint(path string, cp scavenger.Checkpoint) error {
 		d.Close()
 	}
 	return nil
+}
+
+// checkpointFlags are run's --checkpoint, --fresh and --checkpoint-interval.
+type checkpointFlags struct {
+	file  string
+	fresh bool
+	every time.Duration
+}
+
+func (f *checkpointFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.file, "checkpoint", "", "resume from this checkpoint file if it exists, and keep it up to date while the pass runs; a completed pass removes it")
+	fs.BoolVar(&f.fresh, "fresh", false, "with --checkpoint: ignore the file's positions and start from the first row")
+	durationVar(fs, &f.every, "checkpoint-interval", 0, "with --checkpoint: write it at most this often while the positions advance (default "+shortDuration(defaults.CheckpointInterval)+")")
+}
+
+// check refuses --fresh and --checkpoint-interval without a file.
+func (f *checkpointFlags) check() error {
+	if (f.fresh || f.every != 0) && f.file == "" {
+		return usagef("--fresh and --checkpoint-interval need --checkpoint FILE")
+	}
+	if f.every < 0 {
+		return usagef("--checkpoint-interval %s: must not be negative", f.every)
+	}
+	if f.file != "" {
+		return checkCheckpointPath(f.file)
+	}
+	return nil
+}
+
+// apply makes the pass of cfg resume from the checkpoint file, if any, and
+// keep it up to date.
+func (f *checkpointFlags) apply(cfg *scavenger.Config) error {
+	if f.file == "" {
+		return nil
+	}
+	var err error
+	if cfg.Resume, err = loadCheckpoint(f.file, f.fresh); err != nil {
+		return err
+	}
+	cfg.Checkpoint = func(_ context.Context, c scavenger.Checkpoint) error { return saveCheckpoint(f.file, c) }
+	cfg.CheckpointInterval = f.every
+	return nil
+}
+
+// refused returns the error of a pass scavenger.Begin or Run refused
+// before any work: a checkpoint of another pass (scavenger.Checkpoint.Fits,
+// at Begin) or whose positions lie past its tables' last rows (at Run) is
+// a usage error.
+func (f *checkpointFlags) refused(err error) error {
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		return usagef("--checkpoint %s: %v (pass --fresh to start over, or point --checkpoint at another file)", f.file, err)
+	}
+	return err
+}
+
+// finish returns the error of a pass that ended with st and err: a
+// checkpoint refused is a usage error, and a completed pass's checkpoint
+// file is removed, as nothing is left to resume.
+func (f *checkpointFlags) finish(st scavenger.Stats, err error) error {
+	if errors.Is(err, scavenger.ErrCheckpointMismatch) {
+		return f.refused(err)
+	}
+	if err == nil && f.file != "" && (st.Outcome == scavenger.Completed || st.Outcome == scavenger.CompletedBadRows) {
+		if rerr := os.Remove(f.file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = fmt.Errorf("remove the completed pass's checkpoint: %w", rerr)
+		}
+	}
+	return err
 }
