@@ -4,7 +4,7 @@ package cli
 // on every command that runs or describes a pass.
 
 import (
-	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -12,17 +12,21 @@ import (
 	"github.com/tqscavenger/tqscavenger/scavenger"
 )
 
-// closedFlags are the closed-workflow rule's flags.
+// closedFlags are the closed-workflow rule's flags (their rows are in
+// passSettings).
 type closedFlags struct {
 	on, global, deleted bool
 	cluster             string
 }
 
-func (f *closedFlags) register(s *pflag.FlagSet) {
-	s.BoolVar(&f.on, "closed-workflows", false, "also delete tasks whose own run is found closed (its executions row COMPLETED), anywhere in a queue; a run not found keeps its tasks (counted as run_not_found); reads Temporal's executions, cluster_metadata_info and namespaces tables (not with --compat=temporal)")
-	s.BoolVar(&f.deleted, "closed-deleted-runs", false, "with --closed-workflows: also delete the tasks of runs missing from executions (deleted by retention) once the task is older than the namespace's retention + "+shortDuration(scavenger.RunDeletedMargin)+"; each pass first proves the history shard count ("+strconv.Itoa(scavenger.MinProofWorkflows)+" workflows found where it puts them) and refuses to run (exit 2) if it fails; with fewer workflows, a miss counts only where the workflow's current row points at another run; also reads current_executions and shards")
-	s.BoolVar(&f.global, "closed-global", false, "with --closed-workflows: global (multi-cluster) namespaces too, where conflict resolution can rebuild a closed run (default: their tasks are kept)")
-	s.StringVar(&f.cluster, "closed-cluster", "", "with --closed-workflows: the name of the current cluster's cluster_metadata_info row (default: its only row)")
+// registerClosed registers on fs the rule's flags alone (their rows of
+// passSettings), bound to f.closed: report's dry run of the rule.
+func (f *scavengeFlags) registerClosed(fs *pflag.FlagSet) {
+	for _, s := range passSettings {
+		if strings.HasPrefix(s.flag, "closed-") {
+			s.register(fs, f)
+		}
+	}
 }
 
 // apply sets the rule in r.

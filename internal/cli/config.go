@@ -13,7 +13,6 @@ import (
 	"github.com/tqscavenger/tqscavenger/internal/redact"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
-	"github.com/tqscavenger/tqscavenger/store"
 )
 
 func configCmdFlags(g *flagGroups) runFunc {
@@ -84,82 +83,58 @@ func isSecret(name, v string) bool {
 	return secretFlags[name] || strings.Contains(v, redact.Mask)
 }
 
-// zeroWords are the knobs whose 0 means no bound, and the word help
-// uses for it.
-var zeroWords = map[string]string{
-	"max-deletes-per-second":    "unlimited",
-	"max-statements-per-second": "unlimited",
-	"statement-timeout":         "none",
-}
-
 // fileValue is s's value as a --config file takes it, and the word the
 // value is shown as (for 0 that means unlimited or none), if any.
 func fileValue(s daemon.Setting) (value, word string) {
-	if w, ok := zeroWords[s.Name]; ok && s.Value == w {
-		return "0", w
+	if row, ok := passSetting(s.Name); ok && row.zeroWord != "" && s.Value == row.zeroWord {
+		return "0", row.zeroWord
 	}
 	return yamlScalar(s.Value), ""
 }
 
 // zeroIsDefault reports whether f was given as 0, which means its default.
 func zeroIsDefault(f *pflag.Flag) bool {
-	if f == nil {
+	if f == nil || annotation(f, zeroDefaultKey) == "" {
 		return false
 	}
-	_, ok := zeroDefaults[f.Name]
 	v := f.Value.String()
-	return ok && (v == "0" || v == "0s")
-}
-
-// zeroDefaults are the knobs whose 0 means the default (the zero value of
-// scavenger.Config's field): `config` and the status page show the value
-// a pass uses instead of 0, whether 0 was given or left.
-var zeroDefaults = map[string]bool{
-	"workers": true, "list-page-size": true, "task-batch-size": true, "tasks-per-job": true,
-	"max-deferred": true, "grace": true, "retry-initial": true, "retry-max": true,
-	"slow-statement": true, "retry-for": true, "max-conns": true, "yield-factor": true,
-	"connect-timeout": true,
+	return v == "0" || v == "0s"
 }
 
 // withDefaults shows, for knobs left at 0 ("the default") and lists left
 // empty, the value a pass uses, as a value the flag takes back; for a 0
-// that means no bound, the word help uses ("unlimited", "none").
-func withDefaults(settings []daemon.Setting, cfg scavenger.Config, cf *connFlags, cron bool) []daemon.Setting {
+// that means no bound, the word help uses ("unlimited", "none"). The pass
+// settings' values come from their rows (passSettings); the connection's
+// two are the store's.
+func withDefaults(fs *pflag.FlagSet, settings []daemon.Setting, cfg scavenger.Config, cf *connFlags) []daemon.Setting {
 	c := cfg.WithDefaults()
-	eff := map[string]string{
-		"yield-factor":    strconv.FormatFloat(c.YieldFactor, 'g', -1, 64),
-		"workers":         strconv.Itoa(c.Workers),
-		"list-page-size":  strconv.Itoa(c.ListPageSize),
-		"task-batch-size": strconv.Itoa(c.TaskBatchSize),
-		"tasks-per-job":   strconv.Itoa(c.TasksPerJob),
-		"max-deferred":    strconv.Itoa(c.MaxDeferred),
-		"grace":           shortDuration(c.Grace),
-		"retry-initial":   shortDuration(c.RetryInitial),
-		"retry-max":       shortDuration(c.RetryMax),
-		"slow-statement":  shortDuration(c.SlowStatement),
-		"retry-for":       shortDuration(c.RetryFor),
-		"max-conns":       strconv.Itoa(storeDefaults.MaxConns),
-		"connect-timeout": shortDuration(sqlstore.DefaultConnectTimeout),
-		"protect":         strings.Join(c.ProtectedPrefixes, ","),
-		"tables":          "all",
-	}
-	if len(c.ProtectedPrefixes) == 0 {
-		eff["protect"] = "none"
-	}
-	if cfg.Compat == scavenger.CompatTemporal {
-		eff["tables"] = store.V1.String()
-	}
-	if cf.tlsSettings() != nil {
-		eff["tls"] = "true" // implied by the other TLS settings
-	}
 	out := append([]daemon.Setting(nil), settings...)
 	for i, s := range out {
 		zero := s.Value == "0" || s.Value == "0s"
-		if v, ok := eff[s.Name]; ok && (s.Source == fromDefault || (zeroDefaults[s.Name] && zero)) {
-			out[i].Value = v
+		zeroDefault := false
+		if f := fs.Lookup(s.Name); f != nil {
+			zeroDefault = annotation(f, zeroDefaultKey) != ""
 		}
-		if w, ok := zeroWords[s.Name]; ok && zero {
-			out[i].Value = w
+		eff, word := "", ""
+		if row, ok := passSetting(s.Name); ok {
+			if row.effective != nil {
+				eff = row.effective(c)
+			}
+			word = row.zeroWord
+		}
+		switch s.Name {
+		case "connect-timeout":
+			eff = shortDuration(sqlstore.DefaultConnectTimeout)
+		case "tls":
+			if cf.tlsSettings() != nil {
+				eff = "true" // implied by the other TLS settings
+			}
+		}
+		if eff != "" && (s.Source == fromDefault || (zeroDefault && zero)) {
+			out[i].Value = eff
+		}
+		if word != "" && zero {
+			out[i].Value = word
 		}
 	}
 	return out

@@ -189,8 +189,8 @@ run:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ss.sf.workers != 8 || ss.lf.level != "debug" || ss.df.every != time.Hour || ss.sf.protect.String() != "a-,b-" {
-		t.Errorf("serve: workers %d, log-level %s, every %s, protect %s", ss.sf.workers, ss.lf.level, ss.df.every, ss.sf.protect.String())
+	if ss.sf.knobs.Workers != 8 || ss.lf.level != "debug" || ss.df.every != time.Hour || ss.sf.protect.String() != "a-,b-" {
+		t.Errorf("serve: workers %d, log-level %s, every %s, protect %s", ss.sf.knobs.Workers, ss.lf.level, ss.df.every, ss.sf.protect.String())
 	}
 
 	for _, c := range []struct{ file, want string }{

@@ -75,6 +75,7 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.temporalStore, "temporal-store", "", "the datastore of --temporal-config (default its persistence.defaultStore)")
 	fs.StringVar(&c.endpoint, "endpoint", "", "temporal-sql-tool's: host of the SQL server, also --ep or -ep (default 127.0.0.1; SQL_HOST)")
 	fs.IntVarP(&c.port, "port", "p", 0, "temporal-sql-tool's: port of the SQL server, also --p (default the engine's: 5432, 3306; SQL_PORT)")
+	capFlag(fs, "port", 65535)
 	fs.StringVarP(&c.user, "user", "u", "", "temporal-sql-tool's: user name, also --u (SQL_USER)")
 	fs.StringVar(&c.password, "password", "", "temporal-sql-tool's: password, also --pw or -pw; on a command line anyone can read it with ps: set SQL_PASSWORD or TQSCAVENGER_PASSWORD, or password: in the --config file")
 	fs.StringVar(&c.database, "database", "", "temporal-sql-tool's: database, or the SQLite file (default temporal; SQL_DATABASE)")
@@ -89,6 +90,7 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.keyData, "tls-key-data", "", "TLS: the client key as base64 of its PEM (prefer a file or the environment: it is a secret)")
 	fs.StringVar(&c.serverName, "tls-server-name", "", "TLS: the name the server's certificate must hold (default the host; SQL_TLS_SERVER_NAME)")
 	durationVar(fs, &c.connectTimeout, "connect-timeout", 0, "bound on each new connection to PostgreSQL/MySQL, handshake and login included: a server that accepts and never answers fails with status 4 (default "+shortDuration(sqlstore.DefaultConnectTimeout)+")")
+	zeroMeansDefault(fs, "connect-timeout")
 	fs.BoolVar(&c.noHostVerify, "tls-disable-host-verification", false, "TLS: check the server's certificate against the CA but not its name (SQL_TLS_DISABLE_HOST_VERIFICATION)")
 }
 

@@ -17,14 +17,14 @@ func reportFlags(g *flagGroups) runFunc {
 		asJSON, modes       bool
 		unsafeGrace         bool
 		grace               time.Duration
-		closed              closedFlags
+		sf                  scavengeFlags // the closed-workflow rule's flags alone
 	)
 	cf.register(g.Conn)
 	g.Count.BoolVar(&modes, "modes", true, "add what each scavenger mode would delete (dry runs)")
 	g.Count.StringVar(&now, "now", "", "pretend the time is this RFC 3339 instant")
 	durationVar(g.Count, &grace, "grace", 0, "idle time that makes a queue deletable (default "+shortDuration(defaults.Grace)+")")
 	g.Count.StringVar(&tables, "tables", "all", "table versions: v1, v2 or all")
-	closed.register(g.Count)
+	sf.registerClosed(g.Count)
 	g.Count.BoolVar(&unsafeGrace, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+" in the mode dry runs, as run's: only for a copy of a database no Temporal server uses")
 	outputFlag(g.Output, &output, "text (tables) or json")
 	g.Output.BoolVar(&asJSON, "json", false, "same as --output json")
@@ -39,7 +39,7 @@ func reportFlags(g *flagGroups) runFunc {
 			return err
 		}
 		o := report.Options{Grace: grace, UnsafeShortGrace: unsafeGrace, Modes: modes}
-		if err := closed.report(&o); err != nil {
+		if err := sf.closed.report(&o); err != nil {
 			return err
 		}
 		if now != "" {

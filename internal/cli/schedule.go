@@ -19,27 +19,9 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/temporalworker"
 )
-
-// notScheduled are run's flags that a scheduled pass does not carry (its
-// description, temporalworker.PassDescription, has no field for them),
-// with what to do instead. Given to schedule create or update they are an
-// error rather than dropped; they are hidden from its help.
-var notScheduled = map[string]string{
-	"now":               "each pass uses its worker's clock",
-	"partition":         "a scheduled pass covers the whole space: --partitions N runs it as N partition activities",
-	"statement-timeout": "give it to `tqscavenger worker`: each worker's connection pool has its own",
-	"max-conns":         "give it to `tqscavenger worker`: each worker's connection pool has its own",
-	"max-deferred":      "a scheduled pass uses the default",
-	"slow-statement":    "a scheduled pass uses the default",
-	"retry-for":         "a scheduled pass uses the default retry budget",
-	"retry-initial":     "a scheduled pass uses the default retry budget",
-	"retry-max":         "a scheduled pass uses the default retry budget",
-	"yield-to-load":     "a scheduled pass does not carry it (the gentle pace it asked for is the default)",
-	"yield-factor":      "a scheduled pass does not carry it",
-	"temporal-metrics":  "a scheduled pass does not carry it",
-}
 
 // scheduleWriteFlags are create's and update's: the pass is described by
 // the same flags as run's, the database's identity read from the database
@@ -62,31 +44,48 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 		s := g.Schedule
 		s.StringVar(&spec.ID, "schedule-id", temporalworker.DefaultScheduleID, "the schedule's id (its passes' workflow ids start with it)")
 		durationVar(s, &spec.Every, "every", temporalworker.DefaultEvery, "interval between passes")
+		carried(s, "every", "Every")
 		durationVar(s, &spec.Jitter, "jitter", temporalworker.DefaultJitter, "each start is delayed by a random time up to this")
+		carried(s, "jitter", "Jitter")
 		s.BoolVar(&spec.Paused, "paused", false, "create the schedule paused")
 		s.StringVar(&identity, "database-identity", "", "the identity of the database the passes are for, as `tqscavenger worker` logs it (default: read from the database the connection flags name)")
+		carried(s, "database-identity", "Pass.DatabaseIdentity")
 		s.IntVar(&partitions, "partitions", 1, "N: each pass runs as N partition activities in parallel, over the workers")
+		capFlag(s, "partitions", scavenger.MaxWorkers)
+		carried(s, "partitions", "Pass.Partitions")
 		durationVar(s, &hbTimeout, "heartbeat-timeout", temporalworker.DefaultHeartbeatTimeout, "a partition activity silent this long is retried (from its last heartbeat)")
+		carried(s, "heartbeat-timeout", "Pass.HeartbeatTimeout")
 		durationVar(s, &partTimeout, "partition-timeout", temporalworker.DefaultPartitionTimeout, "bound on one attempt of a partition activity")
+		carried(s, "partition-timeout", "Pass.PartitionTimeout")
 		s.IntVar(&attempts, "max-attempts", temporalworker.DefaultMaxAttempts, "attempts of a partition activity before the pass fails")
+		carried(s, "max-attempts", "Pass.MaxAttempts")
 		durationVar(s, &cpEvery, "checkpoint-interval", 0, "how often at most a partition activity heartbeats its position while it advances (default "+shortDuration(defaults.CheckpointInterval)+")")
+		carried(s, "checkpoint-interval", "Pass.CheckpointInterval")
 		if sub == "update" {
 			s.BoolVar(&replace, "replace", false, "take the whole new description: every setting not given falls back to its default (without it, only the settings given change)")
 		}
 		lf.register(g.Output)
 		configFlag(g.Other)
-		for name := range notScheduled {
-			if f := g.Pace.Lookup(name); f != nil {
-				f.Hidden = true
-			} else if f := g.Scope.Lookup(name); f != nil {
-				f.Hidden = true
-			}
+		// A pass setting a schedule does not carry is hidden from help,
+		// and refused when given rather than dropped.
+		for _, set := range []*pflag.FlagSet{g.Scope, g.Pace} {
+			set.VisitAll(func(f *pflag.Flag) {
+				if annotation(f, notScheduledKey) != "" {
+					f.Hidden = true
+				}
+			})
 		}
 		return func(ctx context.Context, inv *invocation) error {
-			for name, instead := range notScheduled {
-				if o := inv.origins[name]; o.layer != fromDefault {
-					return usagef("%s has no place in a schedule: %s", o.name, instead)
+			var refused error
+			inv.fs.VisitAll(func(f *pflag.Flag) {
+				if instead := annotation(f, notScheduledKey); instead != "" && refused == nil {
+					if o := inv.origins[f.Name]; o.layer != fromDefault {
+						refused = usagef("%s has no place in a schedule: %s", o.name, instead)
+					}
 				}
+			})
+			if refused != nil {
+				return refused
 			}
 			if err := tf.check(inv.origins); err != nil {
 				return err
@@ -151,7 +150,7 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 				set := func(name string) bool { return inv.origins[name].layer != fromDefault }
 				given := spec
 				err = temporalworker.ModifySchedule(ctx, c, spec.ID, func(old temporalworker.ScheduleSpec) (temporalworker.ScheduleSpec, error) {
-					spec, changed = mergeSchedule(old, given, set)
+					spec, changed = mergeSchedule(old, given, scheduleSettings(inv.fs), set)
 					return spec, nil
 				})
 			}
@@ -177,26 +176,22 @@ func scheduleWriteFlags(sub string) func(g *flagGroups) runFunc {
 	}
 }
 
-// scheduleSettings are the settings of a schedule and its pass that
+// scheduleSettings returns the settings of a schedule and its pass that
 // schedule update changes when a layer sets their flag (command line,
 // environment or config file: what `config` shows with a source other than
 // default): each flag's field of temporalworker.ScheduleSpec, as a path
 // of field names (a field of the pass's embedded scavenger.Rules by its
-// own name), copied from the new spec to the old one by copySetting.
-var scheduleSettings = map[string]string{
-	"every": "Every", "jitter": "Jitter", "temporal-task-queue": "TaskQueue",
-	"database-identity": "Pass.DatabaseIdentity", "partitions": "Pass.Partitions",
-	"heartbeat-timeout": "Pass.HeartbeatTimeout", "partition-timeout": "Pass.PartitionTimeout",
-	"max-attempts": "Pass.MaxAttempts", "checkpoint-interval": "Pass.CheckpointInterval",
-	// The rules.
-	"compat": "Pass.Compat", "dry-run": "Pass.DryRun", "grace": "Pass.Grace", "unsafe-short-grace": "Pass.UnsafeShortGrace",
-	"tables": "Pass.Tables", "namespace": "Pass.Namespaces", "queue": "Pass.QueueGlob", "protect": "Pass.ProtectedPrefixes",
-	"past-live-head": "Pass.PastLiveHead", "below-ack-level": "Pass.BelowAckLevel", "orphans": "Pass.Orphans",
-	"closed-workflows": "Pass.ClosedWorkflows", "closed-global": "Pass.ClosedWorkflowsGlobal", "closed-deleted-runs": "Pass.ClosedDeletedRuns", "closed-cluster": "Pass.ClusterName",
-	// The pace.
-	"workers": "Pass.Workers", "list-page-size": "Pass.ListPageSize", "task-batch-size": "Pass.TaskBatchSize",
-	"tasks-per-job": "Pass.TasksPerJob", "max-deletes-per-second": "Pass.MaxDeletesPerSecond",
-	"max-statements-per-second": "Pass.MaxStatementsPerSecond", "pace": "Pass.Pace",
+// own name), copied from the new spec to the old one by copySetting. A
+// pass setting's path is its row's (passSettings); a schedule's own flags
+// state theirs with carried, where they are registered.
+func scheduleSettings(fs *pflag.FlagSet) map[string]string {
+	out := map[string]string{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if p := annotation(f, scheduleKey); p != "" {
+			out[f.Name] = p
+		}
+	})
+	return out
 }
 
 // copySetting copies the field at path (a value of scheduleSettings)
@@ -214,17 +209,17 @@ func copySetting(dst *temporalworker.ScheduleSpec, src temporalworker.ScheduleSp
 // taken from new, and the names of those settings, sorted. A database
 // identity read from the database the connection flags name counts as
 // set.
-func mergeSchedule(old, new temporalworker.ScheduleSpec, set func(flag string) bool) (temporalworker.ScheduleSpec, []string) {
+func mergeSchedule(old, new temporalworker.ScheduleSpec, paths map[string]string, set func(flag string) bool) (temporalworker.ScheduleSpec, []string) {
 	out := old
 	out.Pass.Namespaces = slices.Clone(old.Pass.Namespaces)
 	var changed []string
-	for _, name := range slices.Sorted(maps.Keys(scheduleSettings)) {
+	for _, name := range slices.Sorted(maps.Keys(paths)) {
 		isSet := set(name)
 		if name == "database-identity" {
 			isSet = new.Pass.DatabaseIdentity != "" && new.Pass.DatabaseIdentity != old.Pass.DatabaseIdentity
 		}
 		if isSet {
-			copySetting(&out, new, scheduleSettings[name])
+			copySetting(&out, new, paths[name])
 			changed = append(changed, name)
 		}
 	}

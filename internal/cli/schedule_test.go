@@ -46,7 +46,7 @@ func TestScheduleUpdateMerges(t *testing.T) {
 			for _, n := range tc.set {
 				set[n] = true
 			}
-			got, changed := mergeSchedule(old, given, func(n string) bool { return set[n] })
+			got, changed := mergeSchedule(old, given, updatePaths(), func(n string) bool { return set[n] })
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(changed, tc.changed) {
 				t.Errorf("merged %+v (changed %v)\nwant   %+v (changed %v)", got, changed, want, tc.changed)
 			}
@@ -55,31 +55,57 @@ func TestScheduleUpdateMerges(t *testing.T) {
 	// A database identity read from the connection flags counts as set.
 	g := given
 	g.Pass.DatabaseIdentity = "postgres:db2"
-	if got, changed := mergeSchedule(old, g, func(string) bool { return false }); got.Pass.DatabaseIdentity != "postgres:db2" || !reflect.DeepEqual(changed, []string{"database-identity"}) {
+	if got, changed := mergeSchedule(old, g, updatePaths(), func(string) bool { return false }); got.Pass.DatabaseIdentity != "postgres:db2" || !reflect.DeepEqual(changed, []string{"database-identity"}) {
 		t.Errorf("identity: %s (changed %v)", got.Pass.DatabaseIdentity, changed)
 	}
 }
 
-// TestScheduleUpdateCoversEveryFlag: every flag of schedule update that
-// describes the schedule or its pass is one update merges, so that no
-// flag given to update is silently dropped.
-func TestScheduleUpdateCoversEveryFlag(t *testing.T) {
+// updateFlags returns schedule update's flag set.
+func updateFlags() (*pflag.FlagSet, *flagGroups) {
 	fs := pflag.NewFlagSet("update", pflag.ContinueOnError)
 	g := newFlagGroups(fs)
 	scheduleWriteFlags("update")(g)
+	g.done()
+	return fs, g
+}
+
+// updatePaths returns the settings schedule update merges.
+func updatePaths() map[string]string {
+	fs, _ := updateFlags()
+	return scheduleSettings(fs)
+}
+
+// TestScheduleUpdateCoversEveryFlag: every flag of schedule update that
+// describes the schedule or its pass is one update merges, so that no
+// flag given to update is silently dropped; a pass setting a schedule
+// does not carry says what to do instead, and is hidden.
+func TestScheduleUpdateCoversEveryFlag(t *testing.T) {
+	fs, g := updateFlags()
+	paths := scheduleSettings(fs)
 	notPass := map[string]bool{"schedule-id": true, "paused": true, "replace": true}
 	for _, set := range []*pflag.FlagSet{g.Scope, g.Pace, g.Schedule} {
 		set.VisitAll(func(f *pflag.Flag) {
-			if _, ok := notScheduled[f.Name]; ok || notPass[f.Name] {
+			if instead := annotation(f, notScheduledKey); instead != "" {
+				if !f.Hidden {
+					t.Errorf("--%s: not carried by a schedule, yet shown in its help", f.Name)
+				}
 				return
 			}
-			if _, ok := scheduleSettings[f.Name]; !ok {
+			if notPass[f.Name] {
+				return
+			}
+			if _, ok := paths[f.Name]; !ok {
 				t.Errorf("--%s: schedule update does not merge it", f.Name)
 			}
 		})
 	}
-	if _, ok := scheduleSettings["temporal-task-queue"]; !ok {
+	if _, ok := paths["temporal-task-queue"]; !ok {
 		t.Error("--temporal-task-queue: schedule update does not merge it")
+	}
+	for _, s := range passSettings {
+		if (s.schedule == "") == (s.notScheduled == "") {
+			t.Errorf("--%s: a pass setting names either the schedule field that carries it or why none does", s.flag)
+		}
 	}
 }
 
@@ -88,7 +114,7 @@ func TestScheduleUpdateCoversEveryFlag(t *testing.T) {
 // differs from another in that field alone is made equal to it by
 // copySetting, and one that differs in no field is left as it was.
 func TestScheduleSettingsNameFields(t *testing.T) {
-	for name, path := range scheduleSettings {
+	for name, path := range updatePaths() {
 		v := reflect.ValueOf(&temporalworker.ScheduleSpec{}).Elem()
 		for _, f := range strings.Split(path, ".") {
 			if v = v.FieldByName(f); !v.IsValid() {
@@ -182,12 +208,12 @@ func TestScheduleCarriesClosedRule(t *testing.T) {
 	}
 	old := temporalworker.ScheduleSpec{ID: "tqs", Pass: on}
 	given := temporalworker.ScheduleSpec{ID: "tqs", Pass: describe("--grace", "96h")}
-	got, changed := mergeSchedule(old, given, func(n string) bool { return n == "grace" })
+	got, changed := mergeSchedule(old, given, updatePaths(), func(n string) bool { return n == "grace" })
 	if !got.Pass.ClosedWorkflows || !got.Pass.ClosedWorkflowsGlobal || got.Pass.ClusterName != "east" || got.Pass.Grace != 96*time.Hour {
 		t.Errorf("update --grace 96h: %+v (changed %v): the rule must be kept", got.Pass.Rules, changed)
 	}
 	off := map[string]bool{"closed-workflows": true, "closed-global": true, "closed-cluster": true}
-	if got, _ := mergeSchedule(old, given, func(n string) bool { return off[n] }); got.Pass.ClosedWorkflows || got.Pass.ClosedWorkflowsGlobal || got.Pass.ClusterName != "" {
+	if got, _ := mergeSchedule(old, given, updatePaths(), func(n string) bool { return off[n] }); got.Pass.ClosedWorkflows || got.Pass.ClosedWorkflowsGlobal || got.Pass.ClusterName != "" {
 		t.Errorf("update --closed-workflows=false: %+v, want the rule off", got.Pass.Rules)
 	}
 }

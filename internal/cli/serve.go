@@ -39,6 +39,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:9464", `address for the status page, /metrics, /healthz and /readyz ("" for none)`)
 	durationVar(fs, &f.shutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "on SIGTERM, how long statements in flight may run before they are cancelled")
 	fs.IntVar(&f.history, "history", daemon.DefaultHistory, "passes listed on the status page")
+	capFlag(fs, "history", maxHistory)
 	fs.BoolVar(&f.unsafeInterval, "unsafe-short-interval", false, "allow passes less than "+shortDuration(MinEvery)+" apart (--every, --cron): for a test or a lab, where passes back to back are wanted")
 }
 
@@ -164,7 +165,7 @@ func (s *serveSettings) resolve(logOut io.Writer) (resolved, error) {
 	if r.sched, r.jitter, err = s.df.schedule(); err != nil {
 		return r, err
 	}
-	r.settings = withDefaults(effectiveSettings(s.fs, s.origins), r.cfg, &s.cf, s.df.cron != "")
+	r.settings = withDefaults(s.fs, effectiveSettings(s.fs, s.origins), r.cfg, &s.cf)
 	return r, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/tqscavenger/tqscavenger/internal/readfile"
+	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/temporalworker"
 )
@@ -45,6 +46,7 @@ func (t *temporalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.cfg.Address, "temporal-address", temporalworker.DefaultAddress, "Temporal frontend host:port (TEMPORAL_ADDRESS)")
 	fs.StringVar(&t.cfg.Namespace, "temporal-namespace", temporalworker.DefaultNamespace, "Temporal namespace of the workflow and schedule (TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.taskQueue, "temporal-task-queue", temporalworker.DefaultTaskQueue, "Temporal task queue the worker polls and the schedule starts passes on")
+	carried(fs, "temporal-task-queue", "TaskQueue") // schedule update's: the queue its passes start on
 	fs.StringVar(&t.cfg.APIKey, "temporal-api-key", "", "Temporal API key; turns TLS on (TEMPORAL_API_KEY; prefer the environment: it is a secret)")
 	fs.BoolVar(&t.cfg.TLS, "temporal-tls", false, "connect to Temporal over TLS (implied by the other --temporal-tls-* flags; TEMPORAL_TLS)")
 	fs.StringVar(&t.cfg.CertFile, "temporal-tls-cert-path", "", "Temporal mTLS client certificate (PEM) (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CERT)")
@@ -134,8 +136,11 @@ func workerFlags(g *flagGroups) runFunc {
 	cf.register(g.Conn)
 	tf.register(g.Temporal)
 	g.Pace.IntVar(&maxActivities, "max-partitions", 2, "partition activities this worker runs at once")
+	capFlag(g.Pace, "max-partitions", scavenger.MaxWorkers)
 	durationVar(g.Pace, &stmtTO, "statement-timeout", 0, "bound on each statement; a timed-out statement is retried (default none)")
 	g.Pace.IntVar(&maxConns, "max-conns", 0, "connections to PostgreSQL/MySQL, shared by the worker's activities (default "+fmt.Sprint(storeDefaults.MaxConns)+"; SQLite uses one)")
+	capFlag(g.Pace, "max-conns", sqlstore.MaxMaxConns)
+	zeroMeansDefault(g.Pace, "max-conns")
 	durationVar(g.Daemon, &stopTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running partitions may go on to a clean stop before their statements are cancelled; they then hand over to another worker from their final heartbeat")
 	g.Daemon.StringVar(&listen, "listen", "", `address for the worker's /metrics (the partition activity's counters: tqscavenger_partitions_resumed_total, tqscavenger_checkpoints_refused_total) and /healthz (default "": none)`)
 	lf.register(g.Output)
