@@ -530,3 +530,34 @@ func TestCompareQueueRowConditions(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareSplitTakeovers: a takeover kind seen in phase 1 and in phase
+// 2 is judged in parts, each by its phase's rule: Temporal's own in phase
+// 1 when tqscavenger deleted no queue row there, a takeover race in phase
+// 2 within the queue rows it deleted.
+func TestCompareSplitTakeovers(t *testing.T) {
+	for _, c := range []struct {
+		name                        string
+		total, inPhase2             int
+		p1Deleted, p2Deleted        int64
+		wantFail                    bool
+		wantUnattributed, wantRaces int
+	}{
+		{"one in each phase", 2, 1, 0, 10, false, 1, 1},
+		{"phase 1 deleted queues", 2, 1, 3, 10, true, 0, 0},
+		{"phase 2 part beyond the deletes", 3, 2, 0, 1, true, 1, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := &report{cfg: runConfig{engine: "postgres", kind: realServe},
+				kinds: kinds{kindTakeoverMetric: c.total}, windowKinds: kinds{}, phase2Kinds: kinds{kindTakeoverMetric: c.inPhase2},
+				p1: counts{QueuesDeleted: c.p1Deleted}, p2: counts{QueuesDeleted: c.p2Deleted}}
+			rep.compare(&report{kinds: kinds{}, windowKinds: kinds{}})
+			if (len(rep.problems) > 0) != c.wantFail {
+				t.Errorf("problems %q, want failed %t", rep.problems, c.wantFail)
+			}
+			if rep.unattributed[kindTakeoverMetric] != c.wantUnattributed || rep.takeoverRaces[kindTakeoverMetric] != c.wantRaces {
+				t.Errorf("unattributed %v, takeover races %v; want %d and %d", rep.unattributed, rep.takeoverRaces, c.wantUnattributed, c.wantRaces)
+			}
+		})
+	}
+}

@@ -660,6 +660,16 @@ func (rep *report) compare(control *report) {
 				// conflict (kindConflictStop, compared here like every
 				// kind), so the count alone is reported.
 				rep.stoppingSpools[n] += c
+			case !k.window && takeoverRace(n) && queueRowCondition(n) && rep.p1.QueuesDeleted == 0 && rep.phase2Kinds[n] > 0 && rep.phase2Kinds[n] < c:
+				// Some in phase 1, where tqscavenger deleted no queue row
+				// (Temporal's own, as in the next case), the rest in phase
+				// 2, where serve's queue deletes race with takeovers (as
+				// below): each part under its own phase's rule. Neither
+				// rule takes such a kind whole: CI's run at 5f5508a failed
+				// on 2 of them (PostgreSQL, fairness on) outside the
+				// window, fewer than 2 in phase 2.
+				rep.unattributed[n] += c - rep.phase2Kinds[n]
+				rep.takeoverRaces[n] += rep.phase2Kinds[n]
 			case !k.window && queueRowCondition(n) && rep.p1.QueuesDeleted == 0 && rep.phase2Kinds[n] == 0:
 				// All in phase 1, where tqscavenger deleted no queue row:
 				// it never writes one otherwise, so it cannot have moved a

@@ -3,9 +3,11 @@ package cli
 // The settings of a pass: one row per setting, from which every command
 // that runs or describes a pass derives its flag, help, bound, default,
 // config-file key, environment variable and whether a schedule carries
-// it. Adding a pass setting is a row here and its use in scavengeFlags'
-// config (passflags.go); docs/running.md's flag table is checked against
-// the flags by TestDocsFlagTables.
+// it. Adding a pass setting is a row here (binding a field of
+// scavenger.Pace, which pace() takes as it is; a setting of another kind
+// also needs its field in scavengeFlags and its use in passflags.go) and
+// its row of docs/running.md's flag table, which TestDocsFlagTables holds
+// to the flags.
 
 import (
 	"fmt"
