@@ -32,9 +32,10 @@ type totals struct {
 	interrupted                       int64
 	skippedLockHeld, skippedLockError int64
 
-	tables                                      map[store.Table]*tableTotals
-	queuesKept, orphansFound, deferred, dropped int64
-	errors, retries                             int64
+	// tables are the per-table counts, counts the pass-wide ones; the
+	// series read both.
+	tables map[store.Table]*tableTotals
+	counts scavenger.Counts
 
 	// dryRuns counts finished dry runs by outcome; they are not in
 	// started, completed, failed or interrupted.
@@ -66,12 +67,7 @@ func (t *totals) add(s scavenger.Stats) {
 			tt.wouldTasks[r] += n
 		}
 	}
-	t.queuesKept += s.QueuesKept
-	t.orphansFound += s.OrphansFound
-	t.deferred += s.Deferred
-	t.dropped += s.Dropped
-	t.errors += s.Errors
-	t.retries += s.Retries
+	t.counts.Add(s.Counts)
 }
 
 // clone returns a deep copy of t.
@@ -230,12 +226,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, o := range []Outcome{Completed, CompletedBadRows, Failed, Interrupted} {
 		counter(c.dryRunPasses, t.dryRuns[o], string(o))
 	}
-	counter(c.queuesKept, t.queuesKept)
-	counter(c.orphansFound, t.orphansFound)
-	counter(c.jobsDeferred, t.deferred)
-	counter(c.jobsDropped, t.dropped)
-	counter(c.persistenceErrors, t.retries, "transient")
-	counter(c.persistenceErrors, t.errors, "permanent")
+	counter(c.queuesKept, t.counts.QueuesKept)
+	counter(c.orphansFound, t.counts.OrphansFound)
+	counter(c.jobsDeferred, t.counts.Deferred)
+	counter(c.jobsDropped, t.counts.Dropped)
+	counter(c.persistenceErrors, t.counts.Retries, "transient")
+	counter(c.persistenceErrors, t.counts.Errors, "permanent")
 
 	running := 0.0
 	if v.running {

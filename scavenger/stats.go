@@ -36,58 +36,25 @@ const (
 // Reasons lists every Reason, in a fixed order.
 var Reasons = []Reason{ReasonExpired, ReasonBelowAckLevel, ReasonOrphan, ReasonClosedWorkflow, ReasonRunDeleted}
 
-// Stats are a pass's counts. Read them while a pass runs with
-// Scavenger.Stats, or at the end from Run. The totals are the sums of
+// Stats are a pass's counts and how it went. Read them while a pass runs
+// with Scavenger.Stats, or at the end from Run. The totals are the sums of
 // Tables.
 type Stats struct {
 	Started time.Time
 	Elapsed time.Duration
 
-	QueuesListed int64 // queue rows read by the listing (in scope)
+	// Counts are the pass's totals: Stats.TasksDeleted and the like.
+	Counts
+
 	// ListingDone: every queue table in scope has been listed, so
 	// QueuesListed is the pass's total and progress can be estimated.
 	ListingDone bool
-	// QueuesProcessed counts queues whose tasks are done. Inside a page
-	// of queues scanned together, each counts as soon as the scan has
-	// passed it, before the page's empty queues are deleted.
-	QueuesProcessed int64
-	QueuesDeleted   int64 // queue rows deleted (0 in a dry run)
-	QueuesKept      int64 // deletes refused because range_id changed: a matching host owns the queue
-
-	TasksProcessed int64 // task rows examined
-	TasksDeleted   int64 // task rows deleted, for any reason (0 in a dry run)
 
 	// DryRun: the pass was a dry run (Config.DryRun). Nothing was
 	// deleted, so every *Deleted count is 0; WouldDeleteTasks and
 	// WouldDeleteQueues count what a real pass would have deleted at the
-	// same moment. They are apart so that no reader of a dry run's counts
-	// can take them for deletions.
-	DryRun                              bool
-	WouldDeleteTasks, WouldDeleteQueues int64
-	// TasksExpiredLeft counts expired tasks examined and left in place
-	// (behind a live task, or in Temporal's mode sharing a batch with one).
-	TasksExpiredLeft int64
-	// TasksRunNotFound counts the tasks the closed-workflow rule looked up
-	// and kept because their run has no executions row (reason
-	// run_not_found): without Rules.ClosedDeletedRuns, or with the miss
-	// unproven or the task too young. A wrong history shard count shows
-	// here, as misses, never as deletions. A task kept behind a live head
-	// counts in TasksExpiredLeft too if it is expired.
-	TasksRunNotFound int64
-	// OrphansFound counts task rows found without a queue row; OrphansLeft
-	// those left in place (not expired, and Orphans is not OrphansAll).
-	OrphansFound, OrphansLeft int64
-
-	// TasksUnknown and QueuesUnknown count rows whose delete has an
-	// unknown outcome (the connection was lost mid-statement): they may
-	// or may not be gone. TasksDeleted + TasksUnknown is never less than
-	// the rows that went.
-	TasksUnknown, QueuesUnknown int64
-
-	Deferred int64 // times a queue job yielded its worker
-	Dropped  int64 // queue jobs dropped because the deferred list was full
-	Errors   int64 // jobs that failed, after their retries
-	Retries  int64 // transient store errors retried
+	// same moment.
+	DryRun bool
 
 	// FailuresByCause counts the failed jobs (Errors) by Cause; Failures
 	// names the first MaxFailures of them.
@@ -117,8 +84,7 @@ type Stats struct {
 	// BadRows lists rows that could not be processed (undecodable blob,
 	// unknown encoding); the first MaxBadRows are kept, BadRowCount counts
 	// them all.
-	BadRows     []BadRow
-	BadRowCount int64
+	BadRows []BadRow
 }
 
 // TableStats are the counts of one table version. In a dry run
@@ -336,21 +302,23 @@ func (c *counters) snapshot() Stats {
 	byCause := maps.Clone(c.byCause)
 	c.mu.Unlock()
 	s := Stats{
-		QueuesKept:       c.queuesKept.Load(),
-		TasksExpiredLeft: c.tasksExpiredLeft.Load(),
-		TasksRunNotFound: c.tasksRunNotFound.Load(),
-		OrphansFound:     c.orphansFound.Load(),
-		OrphansLeft:      c.orphansLeft.Load(),
-		Errors:           c.errors.Load(),
-		Retries:          c.retries.Load(),
-		TasksUnknown:     c.tasksUnknown.Load(),
-		QueuesUnknown:    c.queuesUnknown.Load(),
-		ListingDone:      c.listingDone.Load(),
-		Failures:         failures,
-		FailuresByCause:  byCause,
-		BadRows:          bad,
-		Tables:           map[store.Table]TableStats{},
-		DryRun:           c.dryRun,
+		Counts: Counts{
+			QueuesKept:       c.queuesKept.Load(),
+			TasksExpiredLeft: c.tasksExpiredLeft.Load(),
+			TasksRunNotFound: c.tasksRunNotFound.Load(),
+			OrphansFound:     c.orphansFound.Load(),
+			OrphansLeft:      c.orphansLeft.Load(),
+			Errors:           c.errors.Load(),
+			Retries:          c.retries.Load(),
+			TasksUnknown:     c.tasksUnknown.Load(),
+			QueuesUnknown:    c.queuesUnknown.Load(),
+		},
+		ListingDone:     c.listingDone.Load(),
+		Failures:        failures,
+		FailuresByCause: byCause,
+		BadRows:         bad,
+		Tables:          map[store.Table]TableStats{},
+		DryRun:          c.dryRun,
 	}
 	if s.FailuresByCause == nil {
 		s.FailuresByCause = map[Cause]int64{}

@@ -162,29 +162,15 @@ func (d PassDescription) Config(i int) (scavenger.Config, error) {
 	return c, c.Validate()
 }
 
-// Totals are the counts of a partition or a pass: the scavenger.Stats
-// fields an operator reads.
+// Totals are the counts of a partition or a pass as a worker records
+// them in its heartbeats and results: a pass's scavenger.Counts, under
+// their JSON names. That JSON is what every earlier build wrote and reads
+// (workflow histories keep it), so three counts stay 0, and out of it:
+// Deferred, never recorded, and WouldDeleteTasks and WouldDeleteQueues,
+// whose values are under WouldDelete, present exactly when a dry run is
+// counted.
 type Totals struct {
-	QueuesListed     int64 `json:"queues_listed"`
-	QueuesProcessed  int64 `json:"queues_processed"`
-	QueuesDeleted    int64 `json:"queues_deleted"`
-	QueuesKept       int64 `json:"queues_kept"`
-	TasksProcessed   int64 `json:"tasks_processed"`
-	TasksDeleted     int64 `json:"tasks_deleted"`
-	TasksExpiredLeft int64 `json:"tasks_expired_left"`
-	OrphansFound     int64 `json:"orphans_found"`
-	OrphansLeft      int64 `json:"orphans_left"`
-	// TasksRunNotFound: tasks the closed-workflow rule kept because their
-	// run is missing from executions (reason run_not_found).
-	TasksRunNotFound int64 `json:"tasks_run_not_found,omitempty"`
-	TasksUnknown     int64 `json:"tasks_unknown,omitempty"`
-	QueuesUnknown    int64 `json:"queues_unknown,omitempty"`
-	BadRows          int64 `json:"bad_rows,omitempty"`
-	FailedJobs       int64 `json:"failed_jobs,omitempty"`
-	Retries          int64 `json:"retries,omitempty"`
-	// Dropped counts queue jobs dropped from a full deferred list: left
-	// for a later pass.
-	Dropped int64 `json:"dropped,omitempty"`
+	scavenger.Counts
 	// WouldDelete counts what a dry run would have deleted; its
 	// *Deleted counts are 0.
 	WouldDelete *WouldDelete `json:"would_delete,omitempty"`
@@ -198,14 +184,9 @@ type WouldDelete struct {
 
 // totalsOf returns the counts of a pass's stats.
 func totalsOf(s scavenger.Stats) Totals {
-	t := Totals{
-		QueuesListed: s.QueuesListed, QueuesProcessed: s.QueuesProcessed, QueuesDeleted: s.QueuesDeleted,
-		QueuesKept: s.QueuesKept, TasksProcessed: s.TasksProcessed, TasksDeleted: s.TasksDeleted,
-		TasksExpiredLeft: s.TasksExpiredLeft, OrphansFound: s.OrphansFound, OrphansLeft: s.OrphansLeft,
-		TasksRunNotFound: s.TasksRunNotFound,
-		TasksUnknown:     s.TasksUnknown, QueuesUnknown: s.QueuesUnknown, BadRows: s.BadRowCount,
-		FailedJobs: s.Errors, Retries: s.Retries, Dropped: s.Dropped,
-	}
+	t := Totals{Counts: s.Counts}
+	// Out of the JSON, as before Counts (see Totals).
+	t.Deferred, t.WouldDeleteTasks, t.WouldDeleteQueues = 0, 0, 0
 	if s.DryRun {
 		t.WouldDelete = &WouldDelete{Tasks: s.WouldDeleteTasks, Queues: s.WouldDeleteQueues}
 	}
@@ -214,22 +195,7 @@ func totalsOf(s scavenger.Stats) Totals {
 
 // Add adds o to t.
 func (t *Totals) Add(o Totals) {
-	t.QueuesListed += o.QueuesListed
-	t.QueuesProcessed += o.QueuesProcessed
-	t.QueuesDeleted += o.QueuesDeleted
-	t.QueuesKept += o.QueuesKept
-	t.TasksProcessed += o.TasksProcessed
-	t.TasksDeleted += o.TasksDeleted
-	t.TasksExpiredLeft += o.TasksExpiredLeft
-	t.OrphansFound += o.OrphansFound
-	t.OrphansLeft += o.OrphansLeft
-	t.TasksRunNotFound += o.TasksRunNotFound
-	t.TasksUnknown += o.TasksUnknown
-	t.QueuesUnknown += o.QueuesUnknown
-	t.BadRows += o.BadRows
-	t.FailedJobs += o.FailedJobs
-	t.Retries += o.Retries
-	t.Dropped += o.Dropped
+	t.Counts.Add(o.Counts)
 	if o.WouldDelete != nil {
 		if t.WouldDelete == nil {
 			t.WouldDelete = &WouldDelete{}

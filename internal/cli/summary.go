@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -116,35 +117,39 @@ func statsMap(st scavenger.Stats, statements int64) map[string]any {
 	if causes == nil {
 		causes = map[scavenger.Cause]int64{}
 	}
-	m := map[string]any{
-		"dry_run":             st.DryRun,
-		"outcome":             string(st.Outcome),
-		"cause":               string(st.Cause),
-		"resumed":             st.Resumed,
-		"resumed_from":        st.ResumedFrom,
-		"failures_by_cause":   causes,
-		"tasks_unknown":       st.TasksUnknown,
-		"queues_unknown":      st.QueuesUnknown,
-		"statements":          statements,
-		"queues_listed":       st.QueuesListed,
-		"queues_processed":    st.QueuesProcessed,
-		"queues_deleted":      st.QueuesDeleted,
-		"queues_kept":         st.QueuesKept,
-		"tasks_processed":     st.TasksProcessed,
-		"tasks_deleted":       st.TasksDeleted,
-		"tasks_expired_left":  st.TasksExpiredLeft,
-		"tasks_run_not_found": st.TasksRunNotFound,
-		"orphans_found":       st.OrphansFound,
-		"deferred":            st.Deferred,
-		"dropped":             st.Dropped,
-		"errors":              st.Errors,
-		"retries":             st.Retries,
-		"bad_rows":            st.BadRowCount,
-		"elapsed_seconds":     st.Elapsed.Seconds(),
-		"pace":                st.Pace,
+	m := countsMap(st.Counts)
+	// Where Counts' JSON names (the Temporal worker's) are not the keys
+	// run has always written, run's stay, for the scripts that read
+	// them: failed jobs are "errors", and orphans_left and the flat
+	// would_delete_* were never written (would_delete is below).
+	m["errors"] = m["failed_jobs"]
+	for _, k := range []string{"failed_jobs", "orphans_left", "would_delete_tasks", "would_delete_queues"} {
+		delete(m, k)
 	}
+	maps.Copy(m, map[string]any{
+		"dry_run":           st.DryRun,
+		"outcome":           string(st.Outcome),
+		"cause":             string(st.Cause),
+		"resumed":           st.Resumed,
+		"resumed_from":      st.ResumedFrom,
+		"failures_by_cause": causes,
+		"statements":        statements,
+		"elapsed_seconds":   st.Elapsed.Seconds(),
+		"pace":              st.Pace,
+	})
 	if st.DryRun {
 		m["would_delete"] = map[string]int64{"tasks": st.WouldDeleteTasks, "queues": st.WouldDeleteQueues}
+	}
+	return m
+}
+
+// countsMap returns every count of c, 0 or not, by its JSON name.
+func countsMap(c scavenger.Counts) map[string]any {
+	m := map[string]any{}
+	v := reflect.ValueOf(c)
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		m[name] = v.Field(i).Int()
 	}
 	return m
 }

@@ -9,8 +9,8 @@ import (
 )
 
 func TestText(t *testing.T) {
-	listed := scavenger.Stats{ListingDone: true, QueuesListed: 2000, QueuesProcessed: 500, QueuesDeleted: 400,
-		TasksProcessed: 42000, TasksDeleted: 41500, Elapsed: 10 * time.Second}
+	listed := scavenger.Stats{ListingDone: true, Counts: scavenger.Counts{QueuesListed: 2000, QueuesProcessed: 500, QueuesDeleted: 400,
+		TasksProcessed: 42000, TasksDeleted: 41500}, Elapsed: 10 * time.Second}
 	listing := listed
 	listing.ListingDone = false
 	dry := listed
