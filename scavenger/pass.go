@@ -45,6 +45,9 @@ type pass struct {
 	rng store.HashRange
 	// ckpt keeps the walks' low-water marks; nil without Config.Checkpoint.
 	ckpt *checkpointer
+	// converge holds what the pass judges again to finish the job in one
+	// pass (converge.go).
+	converge converge
 }
 
 func (p *pass) run(ctx context.Context) error {
@@ -61,6 +64,7 @@ func (p *pass) run(ctx context.Context) error {
 	// pass left in v2, not by tasks it was about to delete.
 	tables = slices.Clone(tables)
 	slices.SortFunc(tables, func(a, b store.Table) int { return int(b) - int(a) })
+	p.converge.order = tables
 	if err := checkPositions(ctx, p.st, p.cfg.Resume, tables, func(op string, f func(context.Context) error) error { return p.retry(ctx, op, f) }); err != nil {
 		return err
 	}
@@ -106,6 +110,9 @@ func (p *pass) run(ctx context.Context) error {
 	if len(marks) > 0 {
 		marks[len(marks)-1].done(ctx)
 	}
+	// The rows that waited on a table walked after theirs, judged again
+	// now that it is done.
+	p.recheckOther(ctx)
 	if !orphans {
 		return nil
 	}

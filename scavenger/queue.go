@@ -125,6 +125,7 @@ func (j *queueJob) run(ctx context.Context) executor.Status {
 		j.si++
 		j.cursor, j.behind = nil, false
 	}
+	p.walked(j)
 	if !j.nonEmpty {
 		has := false
 		if j.otherHasTasks {
@@ -163,10 +164,19 @@ func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 	err := p.retry(ctx, "read the other queue row", func(ctx context.Context) (err error) { row, err = p.st.GetQueue(ctx, other, j.key); return err })
 	switch {
 	case err == nil:
-		if info, derr := wire.DecodeTaskQueueInfo(row.Encoding, row.Data); derr != nil {
+		info, derr := wire.DecodeTaskQueueInfo(row.Encoding, row.Data)
+		if derr != nil {
 			return true, nil // cannot tell: keep the row
-		} else if os := subqueuesOf(other, j.key, info); len(os) > len(subs) {
+		}
+		os := subqueuesOf(other, j.key, info)
+		if len(os) > len(subs) {
 			subs = os
+		}
+		// A dry run deleted nothing: a queue its walk of the other
+		// table would have emptied is empty for the pass it predicts
+		// (converge.go), when that walk covered every subqueue asked.
+		if p.cfg.DryRun && len(os) >= len(j.subs) && p.emptiedByPass(other, j.key) {
+			return false, nil
 		}
 	case !errors.Is(err, store.ErrNotFound):
 		return false, err
@@ -385,7 +395,10 @@ func (j *queueJob) queueVerdict(otherTasks bool) Verdict {
 // this queue.
 func (j *queueJob) tryDeleteQueue(ctx context.Context, otherTasks bool) bool {
 	p := j.p
-	if !j.queueVerdict(otherTasks).Delete() {
+	if v := j.queueVerdict(otherTasks); !v.Delete() {
+		if v.Why == WhyOtherTableTasks {
+			p.keptForOther(j)
+		}
 		return true
 	}
 	tc := p.c.table(j.table)

@@ -412,7 +412,10 @@ func (w *windowJob) deleteRows(ctx context.Context) error {
 				q.fail(ctx, "check the other table version", err)
 				continue
 			}
-			if !q.queueVerdict(has).Delete() {
+			if v := q.queueVerdict(has); !v.Delete() {
+				if v.Why == WhyOtherTableTasks {
+					p.keptForOther(q)
+				}
 				w.settled(ctx, q, nil)
 				continue
 			}
@@ -460,6 +463,7 @@ func (w *windowJob) deleteRows(ctx context.Context) error {
 func (w *windowJob) processed(ctx context.Context, n int) {
 	for ; w.counted < n; w.counted++ {
 		q := w.queues[w.counted]
+		w.p.walked(q)
 		if q.nonEmpty {
 			q.done()
 			q.row.finished(ctx)
