@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/tqscavenger/tqscavenger/daemon"
 	progressline "github.com/tqscavenger/tqscavenger/internal/progress"
 	"github.com/tqscavenger/tqscavenger/scavenger"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
@@ -58,7 +59,7 @@ type runCmd struct {
 	lf                          logFlags
 	cp                          checkpointFlags
 	progress, statsJSON, output string
-	waitLock                    bool
+	waitLock, lockHeldOK        bool
 }
 
 // runFlags are run's flags; it returns the pass.
@@ -67,6 +68,7 @@ func runFlags(g *flagGroups) runFunc {
 	r.cf.register(g.Conn)
 	r.sf.register(g)
 	g.Pace.BoolVar(&r.waitLock, "wait-lock", false, "wait for another running tqscavenger to finish instead of exiting")
+	g.Pace.BoolVar(&r.lockHeldOK, "lock-held-ok", false, "exit 0, not 5, when another tqscavenger holds the lock: for a CronJob whose next run will try again")
 	r.cp.register(g.Pace)
 	r.lf.register(g.Output)
 	outputFlag(g.Output, &r.output, "the pass's outcome and counts on stdout: text or json (logs go to stderr)")
@@ -98,6 +100,9 @@ func (r *runCmd) run(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	p, err := scavenger.Begin(ctx, db, cfg, scavenger.PassOptions{WaitLock: r.waitLock})
+	if err != nil && r.lockHeldOK && errors.Is(err, store.ErrLocked) {
+		return r.lockHeld(inv.env, log, cfg.DryRun, err)
+	}
 	if err != nil {
 		var se *scavenger.SetupError
 		step := "set-up"
@@ -164,6 +169,36 @@ func explainLocked(err error, p scavenger.Partition) error {
 	}
 	return fmt.Errorf("%w: another tqscavenger is running against this database; wait for it, or pass --wait-lock", err)
 }
+
+// lockHeld ends a run that found the lock held by another tqscavenger,
+// with --lock-held-ok: a skipped pass, exit status 0. A scheduler that
+// will run the pass again soon (a CronJob) need not count it as a failed
+// run; the log says what holds the lock, and --output json and
+// --stats-json get an outcome "skipped" with reason "lock_held", as
+// serve's skipped passes are counted.
+func (r *runCmd) lockHeld(e *env, log *slog.Logger, dryRun bool, err error) error {
+	log.Info(daemon.MsgLockHeld, "lock", oneLine(err))
+	m := statsMap(scavenger.Stats{Outcome: skipped, DryRun: dryRun}, 0)
+	m["reason"] = "lock_held"
+	m["lock"] = oneLine(err)
+	m["exit_status"] = ExitOK
+	if r.output == "json" {
+		if werr := writeJSON(e.stdout, m); werr != nil {
+			return werr
+		}
+	} else {
+		fmt.Fprintln(e.stdout, "outcome: skipped (lock held by another tqscavenger)")
+	}
+	if r.statsJSON != "" {
+		return writeStatsDoc(r.statsJSON, m)
+	}
+	return nil
+}
+
+// skipped is the outcome of a run --lock-held-ok that found the lock
+// held: no pass ran. It is run's alone, never a pass's (scavenger.Outcome
+// has no such value), and serve's word for the same.
+const skipped scavenger.Outcome = scavenger.Outcome(daemon.Skipped)
 
 // runShown runs the pass under its progress line and prints its outcome
 // and counts (stdout, --stats-json).
