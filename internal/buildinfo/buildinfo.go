@@ -1,6 +1,7 @@
 // Package buildinfo says which build of tqscavenger is running: the module
 // version, the VCS revision it was built from and the Go version, as the
-// Go toolchain records them in the binary (runtime/debug.ReadBuildInfo).
+// Go toolchain records them in the binary (runtime/debug.ReadBuildInfo),
+// or as a release build stamps them at link time.
 package buildinfo
 
 import (
@@ -8,11 +9,22 @@ import (
 	"runtime/debug"
 )
 
+// version and revision are set by a release build's linker flags
+// (scripts/release, the Dockerfile):
+//
+//	-X github.com/tqscavenger/tqscavenger/internal/buildinfo.version=v0.1.0
+//	-X github.com/tqscavenger/tqscavenger/internal/buildinfo.revision=<commit>
+//
+// A build of a checkout records no version of its own ("(devel)"), and a
+// build from a copy without .git (a container build) no revision, so a
+// release names them. Empty, the toolchain's record stands.
+var version, revision string
+
 // Info describes a build.
 type Info struct {
 	// Version is the main module's version: a tag such as v1.2.0 for a
-	// binary built with `go install …@v1.2.0`, a pseudo-version, or
-	// "(devel)" for a build of a checkout.
+	// release or a binary built with `go install …@v1.2.0`, a
+	// pseudo-version, or "(devel)" for a build of a checkout.
 	Version string
 	// Revision is the VCS revision, with "+dirty" when the checkout had
 	// changes; "unknown" when the build recorded none (go test, go run
@@ -32,7 +44,7 @@ func Read() Info {
 	info := Info{Version: "(devel)", Revision: "unknown", GoVersion: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return info
+		return stamped(info)
 	}
 	if v := bi.Main.Version; v != "" {
 		info.Version = v
@@ -51,6 +63,17 @@ func Read() Info {
 	}
 	if dirty && info.Revision != "unknown" {
 		info.Revision += "+dirty"
+	}
+	return stamped(info)
+}
+
+// stamped returns info with the version and revision a release build set.
+func stamped(info Info) Info {
+	if version != "" {
+		info.Version = version
+	}
+	if revision != "" {
+		info.Revision = revision
 	}
 	return info
 }
