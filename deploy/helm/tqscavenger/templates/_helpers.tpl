@@ -215,7 +215,7 @@ name: tqscavenger
 image: {{ include "tqscavenger.image" . }}
 imagePullPolicy: {{ .Values.image.pullPolicy }}
 args: [{{ .Values.mode | quote }}, "--config", "/etc/tqscavenger/settings/tqscavenger.yaml"
-  {{- if eq .Values.mode "run" }}, "--checkpoint", "/var/lib/tqscavenger/checkpoint.json"{{ end }}]
+  {{- if eq .Values.mode "run" }}, "--checkpoint", "/var/lib/tqscavenger/checkpoint.json", "--lock-held-ok"{{ end }}]
 env:
   {{- include "tqscavenger.dbEnv" . | trim | nindent 2 }}
   {{- if eq .Values.mode "worker" }}
