@@ -146,6 +146,10 @@ type Daemon struct {
 	created time.Time
 	reg     *prometheus.Registry
 	ready   readiness // the /readyz check in flight, under its own lock
+	// est follows the running pass for the status page's time left,
+	// under its own lock (each view of the page updates it).
+	estMu sync.Mutex
+	est   scavenger.Estimator
 
 	mu        sync.Mutex
 	state     State

@@ -68,7 +68,9 @@ type statusView struct {
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 	v := statusView{Status: d.Status(), Now: d.clock.Now(), Refresh: 5}
 	if c := v.Current; c != nil {
-		e := c.Stats.Progress()
+		d.estMu.Lock()
+		e := d.est.Update(c.Stats)
+		d.estMu.Unlock()
 		v.Progress, v.Rate = e, formatCount(int64(e.Rate+0.5))
 		switch {
 		case e.HasLeft:

@@ -54,6 +54,7 @@ func (p *pass) listQueues(ctx context.Context, t store.Table, pos WalkPosition, 
 				continue
 			}
 			p.c.table(t).queuesListed.Add(1)
+			p.c.tasksBacklog.Add(j.backlog)
 			if p.cfg.Compat != CompatTemporal && len(j.subs) == 1 && p.closed == nil {
 				window = append(window, j)
 				continue

@@ -29,6 +29,8 @@ type queueJob struct {
 	// badBlob: the queue row did not decode. Its subqueue-0 tasks (whose
 	// key is the row's own) are still scavenged; the row is kept.
 	badBlob bool
+	// backlog is the tasks the row says it holds (Stats.TasksBacklog).
+	backlog int64
 
 	subs []subqueue
 	// si is the subqueue being walked, cursor the last task examined in
@@ -90,6 +92,7 @@ func (p *pass) newQueueJob(t store.Table, r store.QueueRow) *queueJob {
 		return j
 	}
 	j.name = info.Name
+	j.backlog = backlogOf(info)
 	j.lastUpdate = info.LastUpdateTime
 	j.otherHasTasks = info.OtherHasTasks
 	j.subs = subqueuesOf(t, r.QueueKey, info)
@@ -448,6 +451,7 @@ func (j *queueJob) doneAfter(settled bool) executor.Status {
 
 func (j *queueJob) done() executor.Status {
 	j.p.c.table(j.table).queuesProcessed.Add(1)
+	j.p.c.tasksBacklogDone.Add(j.backlog)
 	if log := j.p.cfg.Logger; log.Enabled(context.Background(), slog.LevelDebug) {
 		log.Debug("queue processed", "table", j.table.String(), "queue", j.key.String(), "name", j.name,
 			"tasks_examined", j.examined, "tasks_deleted", j.deleted)
@@ -482,3 +486,18 @@ func (p *pass) readTasks(ctx context.Context, t store.Table, q store.QueueKey, a
 	})
 	return tasks, err
 }
+
+// backlogOf is the tasks a queue row says it holds: Temporal's
+// approximate_backlog_count, summed over its subqueues or the row's own,
+// whichever is larger; never negative.
+func backlogOf(info wire.TaskQueueInfo) int64 {
+	var subs int64
+	for _, s := range info.Subqueues {
+		subs += min(max(0, s.ApproximateBacklogCount), maxBacklog)
+	}
+	return min(max(subs, info.ApproximateBacklogCount, 0), maxBacklog)
+}
+
+// maxBacklog bounds one row's backlog in the sum, so that no row, however
+// corrupt its count, makes the sum overflow.
+const maxBacklog = 1 << 32

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -39,8 +40,17 @@ func startProgress(line *progressline.Line, s *scavenger.Scavenger, dryRun bool)
 	if line == nil {
 		return func() {}
 	}
+	// The line is drawn by its ticker and again after each log line,
+	// from the logging goroutine: the estimator follows the pass under a
+	// lock.
+	var mu sync.Mutex
+	var est scavenger.Estimator
 	return line.Show(500*time.Millisecond, func(width int) string {
-		return progressline.Text(s.Stats(), dryRun, width)
+		st := s.Stats()
+		mu.Lock()
+		e := est.Update(st)
+		mu.Unlock()
+		return progressline.TextOf(st, e, dryRun, width)
 	})
 }
 

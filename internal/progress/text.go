@@ -19,7 +19,12 @@ type item struct {
 // columns wide (it drops its less important parts first, then cuts).
 // While the listing runs the total has a "+": more queues may come.
 func Text(st scavenger.Stats, dryRun bool, width int) string {
-	e := st.Progress()
+	return TextOf(st, st.Progress(), dryRun, width)
+}
+
+// TextOf is Text with the estimate e of the pass's progress, such as a
+// scavenger.Estimator that follows the pass gives.
+func TextOf(st scavenger.Stats, e scavenger.Estimate, dryRun bool, width int) string {
 	tasks, queueRows := st.Removed()
 	// A dry run deletes nothing: its counts say what it would delete.
 	deleted := func(n int64, what string) string {
