@@ -67,7 +67,7 @@ func handOver(ctx context.Context, t *testing.T, s settings, ts *temporalServer,
 		Rules: scavenger.Rules{PastLiveHead: true},
 		// The default settings, paced so that a pass lasts long enough to
 		// be stopped in the middle.
-		MaxStatementsPerSecond: 20,
+		Pace: scavenger.Pace{MaxStatementsPerSecond: 20},
 	}
 	hbTimeout := temporalworker.DefaultHeartbeatTimeout
 	w1 := startWorkerDSN(t, s, ts, dsnA, queue, logPath(s, tag, string(e)+"-"+name+"-1.log"))

@@ -105,7 +105,7 @@ func workerOnSQLite(ctx context.Context, t *testing.T, s settings, ts *temporalS
 		DatabaseIdentity: id, Partitions: 3, Now: workerNow, Rules: scavenger.Rules{PastLiveHead: true},
 		// The default settings, paced so that a pass lasts long enough
 		// to be killed in the middle.
-		MaxStatementsPerSecond: 30,
+		Pace: scavenger.Pace{MaxStatementsPerSecond: 30},
 	}
 	t0 := time.Now()
 	run, err := temporalworker.StartPass(ctx, c, "tqs-e2e-pass", queue, desc)

@@ -181,67 +181,69 @@ type Rules struct {
 }
 
 // Pace is how fast and how carefully a pass works: none of it changes what
-// is deleted.
+// is deleted. The fields with a JSON name are those a scheduled pass
+// carries (temporalworker.PassDescription embeds Pace); the others stay
+// with each worker.
 type Pace struct {
 	// Workers is the number of jobs run at once. Default 4 (Temporal: 32).
-	Workers int
+	Workers int `json:"workers,omitempty"`
 	// ListPageSize is how many queue rows one listing statement reads.
 	// Default 1000 (Temporal: 32).
-	ListPageSize int
+	ListPageSize int `json:"list_page_size,omitempty"`
 	// TaskBatchSize is how many tasks one read returns: in tqscavenger's
 	// mode the most, as it adapts to the database. Default 1000
 	// (Temporal: 16).
-	TaskBatchSize int
+	TaskBatchSize int `json:"task_batch_size,omitempty"`
 	// TasksPerJob is how many tasks a job examines before it yields its
 	// worker to others (it is deferred and resumes later). Default 20000
 	// (Temporal: 256).
-	TasksPerJob int
+	TasksPerJob int `json:"tasks_per_job,omitempty"`
 	// MaxDeferred caps the deferred list; a job deferred beyond it is
 	// dropped for this pass and counted. Default 10000.
-	MaxDeferred int
+	MaxDeferred int `json:"-"`
 	// SlowStatement is how long a scan or delete may take before the
 	// batch size is halved (tqscavenger's mode). Default 1s.
-	SlowStatement time.Duration
+	SlowStatement time.Duration `json:"-"`
 	// RetryInitial and RetryMax bound the backoff between retries of a
 	// transient store error. Defaults 250ms and 30s.
-	RetryInitial, RetryMax time.Duration
+	RetryInitial, RetryMax time.Duration `json:"-"`
 	// RetryFor is how long one operation may keep retrying transient
 	// errors before its job fails (ErrGaveUp), so that an outage or a
 	// statement timeout set too low for the table shows as a failed pass
 	// instead of a pass that never ends. Default 5m.
-	RetryFor time.Duration
+	RetryFor time.Duration `json:"-"`
 
 	// LockCheckInterval is how often Hooks.Lock is checked. Default 5s.
-	LockCheckInterval time.Duration
+	LockCheckInterval time.Duration `json:"-"`
 	// LockCheckTimeout bounds one check; a check that does not answer in
 	// time counts as a lost lock. Default 3s.
-	LockCheckTimeout time.Duration
+	LockCheckTimeout time.Duration `json:"-"`
 	// CheckpointInterval bounds how often Hooks.Checkpoint is called.
 	// Default 1s.
-	CheckpointInterval time.Duration
+	CheckpointInterval time.Duration `json:"-"`
 
 	// MaxDeletesPerSecond caps the rows (tasks and queue rows) deleted
 	// per second, averaged over a second; 0 means unlimited, as Temporal.
-	MaxDeletesPerSecond float64
+	MaxDeletesPerSecond float64 `json:"max_deletes_per_second,omitempty"`
 	// MaxStatementsPerSecond caps the store calls (each one statement,
 	// or a few for batched forms) per second; 0 means unlimited.
-	MaxStatementsPerSecond float64
+	MaxStatementsPerSecond float64 `json:"max_statements_per_second,omitempty"`
 	// Mode is the pace: PaceGentle (the default) watches for harm and
 	// backs off; PaceFull runs the fastest safe pass, for a maintenance
 	// window or a copy. See PaceMode. Scavenger.Tune changes it on a
 	// running pass, from its next statement.
-	Mode PaceMode
+	Mode PaceMode `json:"pace,omitempty"`
 	// TemporalMetrics are Temporal's Prometheus endpoints (matching's,
 	// history's) whose persistence_latency the gentle pace watches as its
 	// best signal (temporalmetrics.go). Default: none.
-	TemporalMetrics []string
+	TemporalMetrics []string `json:"-"`
 	// YieldToLoad is deprecated: it asks for PaceGentle, which is the
 	// default. With Mode PaceFull it is refused.
-	YieldToLoad bool
+	YieldToLoad bool `json:"-"`
 	// YieldFactor is how much slower than its quiet baseline a statement
 	// kind's median may get before PaceGentle backs off. Default 2; it
 	// must be more than 1.
-	YieldFactor float64
+	YieldFactor float64 `json:"-"`
 }
 
 // PaceMode names how a pass paces itself. Neither pace changes what is

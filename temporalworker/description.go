@@ -48,18 +48,15 @@ type PassDescription struct {
 	// Zero: each worker's clock.
 	Now time.Time `json:"now,omitzero"`
 
-	// How hard: per partition activity, except the rate limits, which
-	// are for the whole pass and split evenly between its partitions.
-	Workers                int     `json:"workers,omitempty"`
-	ListPageSize           int     `json:"list_page_size,omitempty"`
-	TaskBatchSize          int     `json:"task_batch_size,omitempty"`
-	TasksPerJob            int     `json:"tasks_per_job,omitempty"`
-	MaxDeletesPerSecond    float64 `json:"max_deletes_per_second,omitempty"`
-	MaxStatementsPerSecond float64 `json:"max_statements_per_second,omitempty"`
-	// Pace is scavenger.Config's Mode: "" (the default, written for it so
-	// that a default description's JSON is what it was before paces) or
-	// "gentle", and "full".
-	Pace string `json:"pace,omitempty"`
+	// Pace is how hard: the fields of scavenger.Pace with a JSON name
+	// (workers, batch sizes, the rate limits, the pace's Mode), per
+	// partition activity, except the rate limits, which are for the
+	// whole pass and split evenly between its partitions. The rest of
+	// Pace (retries, the deferred list's cap, the gentle pace's inputs)
+	// is each worker's default and never travels: Describe leaves it
+	// zero. Mode is "" for the default, written so that a default
+	// description's JSON is what it was before paces, or "full".
+	scavenger.Pace
 
 	// CheckpointInterval bounds how often a partition's low-water mark
 	// is heartbeated while it advances (scavenger.Config's; default 1s).
@@ -136,7 +133,7 @@ func (d PassDescription) Config(i int) (scavenger.Config, error) {
 			MaxStatementsPerSecond: d.MaxStatementsPerSecond / float64(d.Partitions),
 		},
 	}
-	mode, err := scavenger.ParsePaceMode(d.Pace)
+	mode, err := scavenger.ParsePaceMode(string(d.Mode))
 	if err != nil {
 		return c, err
 	}
@@ -214,11 +211,13 @@ func (t *Totals) Add(o Totals) {
 func Describe(c scavenger.Config, now time.Time, n int, id string) PassDescription {
 	d := PassDescription{
 		DatabaseIdentity: id, Partitions: n, Rules: c.Rules, Now: now,
-		Workers: c.Workers, ListPageSize: c.ListPageSize, TaskBatchSize: c.TaskBatchSize, TasksPerJob: c.TasksPerJob,
-		MaxDeletesPerSecond: c.MaxDeletesPerSecond, MaxStatementsPerSecond: c.MaxStatementsPerSecond,
+		Pace: scavenger.Pace{
+			Workers: c.Workers, ListPageSize: c.ListPageSize, TaskBatchSize: c.TaskBatchSize, TasksPerJob: c.TasksPerJob,
+			MaxDeletesPerSecond: c.MaxDeletesPerSecond, MaxStatementsPerSecond: c.MaxStatementsPerSecond,
+		},
 	}
 	if c.Mode == scavenger.PaceFull {
-		d.Pace = string(scavenger.PaceFull)
+		d.Mode = scavenger.PaceFull
 	}
 	d.Rules.Namespaces = nil
 	for _, ns := range c.Namespaces {

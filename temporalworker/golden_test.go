@@ -154,7 +154,7 @@ func TestPassDescriptionPace(t *testing.T) {
 			t.Errorf("pace %q: the description runs at %q", c.mode, got)
 		}
 	}
-	if err := (PassDescription{DatabaseIdentity: "sqlite:pace", Pace: "fast"}).Validate(); !errors.Is(err, ErrBadDescription) {
+	if err := (PassDescription{DatabaseIdentity: "sqlite:pace", Pace: scavenger.Pace{Mode: "fast"}}).Validate(); !errors.Is(err, ErrBadDescription) {
 		t.Errorf("pace fast: %v, want ErrBadDescription", err)
 	}
 }

@@ -22,7 +22,7 @@ import (
 func TestScheduleUpdateMerges(t *testing.T) {
 	old := temporalworker.ScheduleSpec{ID: "tqs", TaskQueue: "q1", Every: time.Hour, Jitter: time.Minute,
 		Pass: temporalworker.PassDescription{DatabaseIdentity: "postgres:db1", Partitions: 3, Rules: scavenger.Rules{PastLiveHead: true, Grace: 72 * time.Hour},
-			MaxDeletesPerSecond: 500, Namespaces: []string{"ns-a"}, MaxAttempts: 4}}
+			Pace: scavenger.Pace{MaxDeletesPerSecond: 500}, Namespaces: []string{"ns-a"}, MaxAttempts: 4}}
 	given := temporalworker.ScheduleSpec{ID: "tqs", TaskQueue: temporalworker.DefaultTaskQueue, Every: temporalworker.DefaultEvery, Jitter: temporalworker.DefaultJitter,
 		Pass: temporalworker.PassDescription{Partitions: 5, Rules: scavenger.Rules{Grace: 96 * time.Hour}, MaxAttempts: temporalworker.DefaultMaxAttempts}}
 	for _, tc := range []struct {

@@ -159,7 +159,7 @@ var passSettings = []setting{
 		zeroDefault: true, effective: func(c scavenger.Config) string { return shortDuration(c.LockCheckInterval) },
 		notScheduled: "a scheduled pass uses the default",
 		help:         "how often a pass checks that it still holds its lock: one that lost it stops within this and one check (" + shortDuration(scavenger.DefaultLockCheckTimeout) + ") " + byMode(defaults.LockCheckInterval, temporalConfig.LockCheckInterval)},
-	{flag: "pace", group: groupPace, bind: func(f *scavengeFlags) any { return &f.paceMode }, value: string(scavenger.PaceGentle), schedule: "Pass.Pace",
+	{flag: "pace", group: groupPace, bind: func(f *scavengeFlags) any { return &f.paceMode }, value: string(scavenger.PaceGentle), schedule: "Pass.Mode",
 		help: paceHelp},
 	{flag: "temporal-metrics", group: groupPace, bind: func(f *scavengeFlags) any { return &f.temporalMetrics },
 		notScheduled: "a scheduled pass does not carry it",
