@@ -151,7 +151,7 @@ func newCollector(d *Daemon) *collector {
 		queuesDeleted:     desc("queues_deleted_total", "Idle, empty queue rows deleted (dry runs: see dry_run_queues_would_delete_total).", "table"),
 		queuesKept:        desc("queues_kept_total", "Queue deletes refused because a matching host took the queue since it was listed."),
 		tasksProcessed:    desc("tasks_processed_total", "Task rows examined.", "table"),
-		tasksDeleted:      desc("tasks_deleted_total", "Task rows deleted, by reason: expired, below_ack_level or orphan (dry runs: see dry_run_tasks_would_delete_total).", "table", "reason"),
+		tasksDeleted:      desc("tasks_deleted_total", "Task rows deleted, by reason: expired, below_ack_level, orphan, closed_workflow or run_deleted (dry runs: see dry_run_tasks_would_delete_total).", "table", "reason"),
 		orphansFound:      desc("orphan_tasks_found_total", "Task rows found without a queue row."),
 		badRows:           desc("bad_rows_total", "Rows skipped because they could not be decoded; they are kept.", "table"),
 		jobsDeferred:      desc("jobs_deferred_total", "Times a queue job yielded its worker to other queues."),
