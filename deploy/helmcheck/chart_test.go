@@ -39,7 +39,7 @@ mode: worker
 worker: {temporal: {address: "temporal-frontend:7233", taskQueue: tqscavenger}}`},
 	{name: "serve with monitoring, TLS and SQL_* variables", file: "helm/rendered/serve-monitoring.yaml", values: `
 mode: serve
-serviceAccount: {create: true}
+serviceAccount: {create: true, extraAnnotations: {iam.gke.io/gcp-service-account: tqscavenger@project.iam.gserviceaccount.com}}
 database: {type: sql, existingSecret: temporal-db, sql: {plugin: postgres12, host: postgres.db, port: 5432}}
 tls: {enabled: true, existingSecret: temporal-db-tls, serverName: postgres.db}
 settings: {log-format: json, log-level: debug}
