@@ -212,8 +212,9 @@ func flagSuggestion(fs *pflag.FlagSet, unknown string) string {
 	})
 	if short {
 		// One letter: what other tools mean by it, where this command has
-		// that (make -n and rsync -n are dry runs), else its flags that
-		// start with the letter.
+		// that (-q and -v, quieter and louder), else its flags that start
+		// with the letter. (-n, make's and rsync's dry run, is --dry-run's
+		// own.)
 		if c, ok := shortConventions[unknown]; ok && fs.Lookup(strings.Fields(c)[0]) != nil {
 			return " (did you mean --" + c + "?)"
 		}
@@ -231,7 +232,6 @@ func flagSuggestion(fs *pflag.FlagSet, unknown string) string {
 // shortConventions are the one-letter flags of other tools a user may
 // type, and this tool's flag for the same thing.
 var shortConventions = map[string]string{
-	"n": "dry-run",
 	"q": "log-level warn",
 	"v": "log-level debug",
 }

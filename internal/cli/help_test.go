@@ -94,7 +94,6 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"report", "--dry"}, "unknown flag: --dry (see tqscavenger report -h)"},
 		{[]string{"run", "--max"}, "(did you mean --max-conns, --max-deferred, --max-deletes-per-second or --max-statements-per-second?)"},
 		// One letter: what other tools mean by it, or the flags it begins.
-		{[]string{"run", "-n"}, "unknown shorthand flag: 'n' in -n (did you mean --dry-run?)"},
 		{[]string{"run", "-q"}, "(did you mean --log-level warn?)"},
 		{[]string{"run", "-p"}, "flag needs an argument: 'p' in -p"}, // -p is temporal-sql-tool's, --port
 		{[]string{"serve", "-o"}, "(did you mean --orphans?)"},

@@ -33,6 +33,7 @@ type setting struct {
 	// *string, *time.Duration or *multiFlag.
 	bind  func(f *scavengeFlags) any
 	value string // the flag's default as it would be typed; "" for the zero value
+	short string // a one-letter name, as other tools have it (-n, make's and rsync's dry run)
 	help  string
 	// max is the most the flag takes (0: no bound but non-negative, for a
 	// number or a duration).
@@ -61,7 +62,7 @@ var passSettings = []setting{
 	// What to delete.
 	{flag: "compat", group: groupScope, bind: func(f *scavengeFlags) any { return &f.compat }, schedule: "Pass.Compat",
 		help: `"temporal": exactly Temporal's scavenger, with Temporal's knob values`},
-	{flag: "dry-run", group: groupScope, bind: func(f *scavengeFlags) any { return &f.dryRun }, schedule: "Pass.DryRun",
+	{flag: "dry-run", short: "n", group: groupScope, bind: func(f *scavengeFlags) any { return &f.dryRun }, schedule: "Pass.DryRun",
 		help: "report what would be deleted; delete nothing"},
 	{flag: "grace", group: groupScope, bind: func(f *scavengeFlags) any { return &f.grace }, schedule: "Pass.Grace", zeroDefault: true,
 		effective: func(c scavenger.Config) string { return shortDuration(c.Grace) },
@@ -203,7 +204,7 @@ const (
 func (s setting) register(fs *pflag.FlagSet, f *scavengeFlags) {
 	switch p := s.bind(f).(type) {
 	case *bool:
-		fs.BoolVar(p, s.flag, s.value == "true", s.help)
+		fs.BoolVarP(p, s.flag, s.short, s.value == "true", s.help)
 	case *int:
 		fs.IntVar(p, s.flag, 0, s.help)
 	case *float64:
@@ -216,6 +217,9 @@ func (s setting) register(fs *pflag.FlagSet, f *scavengeFlags) {
 		fs.Var(p, s.flag, s.help)
 	default:
 		panic(fmt.Sprintf("setting %s: bind returns %T", s.flag, p)) // TestPassSettings checks every row
+	}
+	if s.short != "" && fs.Lookup(s.flag).Shorthand == "" {
+		panic(fmt.Sprintf("setting %s: a one-letter name on a flag that is not a bool", s.flag)) // TestPassSettings
 	}
 	if s.max > 0 {
 		capFlag(fs, s.flag, s.max)
