@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tqscavenger/tqscavenger/internal/suggest"
 	"github.com/tqscavenger/tqscavenger/store"
 	"github.com/tqscavenger/tqscavenger/wire"
 )
@@ -78,17 +79,43 @@ func namespaceLister(db store.Store) store.NamespaceLister {
 	return l
 }
 
-// unknownNamespace is the error for a name not among all, listing the
-// names present (a deleted namespace's renamed row among them).
+// maxNamesListed bounds the names unknownNamespace lists: a cluster may
+// hold thousands of namespaces, and an error is one line.
+const maxNamesListed = 20
+
+// unknownNamespace is the error for a name not among all: the nearest
+// name present, if one is a likely typo of it, then the names present (a
+// deleted namespace's renamed row among them), at most maxNamesListed.
 func unknownNamespace(name string, all []store.NamespaceRow) error {
 	names := make([]string, len(all))
 	for i, ns := range all {
 		names[i] = ns.Name
 	}
 	slices.Sort(names)
-	has := strings.Join(names, ", ")
-	if has == "" {
-		has = "none"
+	hint := ""
+	if near := nearest(name, names); near != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", near)
 	}
-	return fmt.Errorf("%w %q: the namespaces table has no such name (it has: %s)", ErrUnknownNamespace, name, has)
+	has := strings.Join(names[:min(len(names), maxNamesListed)], ", ")
+	switch {
+	case has == "":
+		has = "none"
+	case len(names) > maxNamesListed:
+		has += fmt.Sprintf(" and %d more", len(names)-maxNamesListed)
+	}
+	return fmt.Errorf("%w %q%s: the namespaces table has no such name (it has: %s)", ErrUnknownNamespace, name, hint, has)
+}
+
+// nearest returns the name of names closest to word, if it is within two
+// edits and under half the word's length away (a typo, not another name),
+// or "".
+func nearest(word string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := suggest.Distance(strings.ToLower(word), strings.ToLower(n))
+		if d < bestD && d <= len(word)/2 {
+			best, bestD = n, d
+		}
+	}
+	return best
 }

@@ -85,8 +85,13 @@ func TestBeginResolvesNamespaces(t *testing.T) {
 			if !errors.Is(err, scavenger.ErrUnknownNamespace) || setupStep(err) != scavenger.StepNamespaces {
 				t.Fatalf("a deleted namespace's old name: err = %v (step %q), want ErrUnknownNamespace at %q", err, setupStep(err), scavenger.StepNamespaces)
 			}
-			if msg := err.Error(); !strings.Contains(msg, `"billing"`) || !strings.Contains(msg, "billing-deleted-0b8d2, orders") {
-				t.Errorf("error %q does not name the name and list the names present", msg)
+			if msg := err.Error(); !strings.Contains(msg, `"billing"`) || !strings.Contains(msg, "billing-deleted-0b8d2, orders") || strings.Contains(msg, "did you mean") {
+				t.Errorf("error %q does not name the name and list the names present (with no suggestion)", msg)
+			}
+			// A typo gets the name it likely meant (issue 42's finding 8).
+			cfg.NamespaceNames = []string{"ordres"}
+			if _, err = scavenger.Begin(ctx, db, cfg, scavenger.PassOptions{}); err == nil || !strings.Contains(err.Error(), `"ordres" (did you mean "orders"?)`) {
+				t.Errorf("a typo: err = %v, want a did-you-mean of orders", err)
 			}
 		})
 	}
