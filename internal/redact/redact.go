@@ -185,10 +185,10 @@ func Text(s string) string {
 			return w // the forms' own example, in a hint
 		}
 		// Quotes and punctuation around a word are the message's, not
-		// the URL's.
-		core := strings.TrimLeft(w, `"'(<`)
+		// the URL's: pgx quotes a DSN it cannot parse in backquotes.
+		core := strings.TrimLeft(w, "\"'(<`")
 		lead := w[:len(w)-len(core)]
-		trimmed := strings.TrimRight(core, `"')>,;:.`)
+		trimmed := strings.TrimRight(core, "\"')>,;:.`")
 		return lead + URL(trimmed) + core[len(trimmed):]
 	})
 }

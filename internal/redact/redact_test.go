@@ -94,6 +94,14 @@ func TestText(t *testing.T) {
 			t.Errorf("Text(%q) = %q, want it unchanged", in, got)
 		}
 	}
+	// pgx quotes a DSN it cannot parse in backquotes: the quotes are the
+	// message's (issue 42 finding 8: the URL and its opening quote went,
+	// its closing one stayed).
+	in := "cannot parse `postgres://scav:Kq7xZ9vLm2@db:5432/t?sslmode=bogus`: failed to configure TLS (sslmode is invalid)"
+	want := "cannot parse `postgres://scav:xxxxx@db:5432/t?sslmode=bogus`: failed to configure TLS (sslmode is invalid)"
+	if got := redact.Text(in); got != want {
+		t.Errorf("Text(%q)\n = %q\nwant %q", in, got, want)
+	}
 }
 
 // TestValue: a URL built from parts shows nothing after its scheme when a
