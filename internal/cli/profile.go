@@ -17,9 +17,11 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/tqscavenger/tqscavenger/internal/readfile"
+	"github.com/tqscavenger/tqscavenger/temporalworker"
 )
 
 // fromProfile is the layer of a value read from a temporal CLI profile.
@@ -118,7 +120,42 @@ func (t *temporalFlags) applyProfile(o map[string]origin) error {
 		}
 		o[flag] = origin{fromProfile, where}
 	}
+	if err := checkProfileValues(t.fs, o, where); err != nil {
+		return err
+	}
 	t.applyProfileData(*p, o)
+	return nil
+}
+
+// profileKeys are the keys of a temporal CLI profile that hold an address
+// or a file, with the flag each fills.
+var profileKeys = []struct{ flag, key string }{
+	{"temporal-address", "address"},
+	{"temporal-tls-ca-path", "tls.server_ca_cert_path"},
+	{"temporal-tls-cert-path", "tls.client_cert_path"},
+	{"temporal-tls-key-path", "tls.client_key_path"},
+}
+
+// checkProfileValues refuses the address and the TLS files that the
+// profile where gave (o), naming the profile's own key: what the flags'
+// checks would refuse, said in the file's words, before anything is
+// dialled.
+func checkProfileValues(fs *pflag.FlagSet, o map[string]origin, where string) error {
+	for _, k := range profileKeys {
+		if o[k.flag].layer != fromProfile {
+			continue
+		}
+		v := fs.Lookup(k.flag).Value.String()
+		if k.flag == "temporal-address" {
+			if err := checkTemporalAddress(k.key+" of "+where, v); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := readfile.Check(v, temporalworker.MaxTLSFileBytes); err != nil {
+			return usagef("%s of %s: %s: name the PEM file, or give --%s", k.key, where, fileError(v, err), k.flag)
+		}
+	}
 	return nil
 }
 

@@ -37,6 +37,9 @@ type temporalFlags struct {
 	profile, configFile      string
 	profileName, profileFile string
 	fs                       *pflag.FlagSet
+	// origins are where each setting came from (check), for a failed
+	// dial's message (dialError).
+	origins map[string]origin
 }
 
 func (t *temporalFlags) register(fs *pflag.FlagSet) {
@@ -59,6 +62,7 @@ func (t *temporalFlags) register(fs *pflag.FlagSet) {
 // check applies the temporal CLI profile to the settings no layer set
 // (o, from layer) and refuses values no Temporal client takes.
 func (t *temporalFlags) check(o map[string]origin) error {
+	t.origins = o
 	if err := t.applyProfile(o); err != nil {
 		return err
 	}
@@ -101,11 +105,11 @@ func (t *temporalFlags) dial(ctx context.Context, e *env, lf *logFlags, metrics 
 	if metrics != nil {
 		opts.MetricsHandler = metrics
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Temporal frontend %s: %v", errTemporalUnavailable, opts.HostPort, err)
+		return nil, t.dialError(opts.HostPort, err)
 	}
 	return c, nil
 }
