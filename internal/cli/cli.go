@@ -103,7 +103,7 @@ type env struct {
 }
 
 func commands() []command {
-	return append([]command{
+	cs := append([]command{
 		{name: "run", summary: "make one scavenger pass over a database", usage: "--db DSN [flags]", flags: runFlags},
 		{name: "report", summary: "read-only inventory of a database, and what each mode would delete", usage: "--db DSN [flags]", flags: reportFlags},
 		{name: "demo", summary: "create a demo SQLite database, scavenge it, show before and after", usage: "[--db PATH]", flags: demoFlags, noEnv: []string{"db"}},
@@ -116,9 +116,18 @@ func commands() []command {
 		}},
 		{name: "serve", summary: "run passes on a schedule, with /metrics, a status page and health checks", usage: "--db DSN [flags]", flags: serveCmdFlags,
 			long: "SIGHUP re-reads the --config file and applies the new settings; see `config`."},
-		{name: "config", summary: "print the configuration serve would run with, and where each value came from", usage: "[serve flags]", flags: configCmdFlags},
+		{name: "config", summary: "print the settings serve (or COMMAND) would run with, and where each value came from", usage: "[COMMAND] [flags]", flags: configCmdFlags},
 		{name: "version", summary: "print the version, VCS revision and Go version of this build", usage: "[--output json]", flags: versionFlags},
 	}, temporalCommands()...)
+	// config shows the settings of the commands above, with their flags.
+	for i := range cs {
+		if cs[i].name == "config" {
+			cs[i].subs = configSubs(cs)
+			cs[i].args = configArgs(cs[i].subs)
+			cs[i].long = "Without COMMAND: serve's settings. COMMAND takes the flags of the command it shows."
+		}
+	}
+	return cs
 }
 
 // Main runs the command line args and returns the exit status.

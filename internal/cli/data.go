@@ -281,6 +281,7 @@ func schemaFlags(sub string) func(g *flagGroups) runFunc {
 		if sub == "check" {
 			outputFlag(g.Output, &output, "what the check found: text or json")
 		}
+		configFlag(g.Other)
 		return func(ctx context.Context, inv *invocation) error { return schemaCmd(ctx, inv, sub, &cf, stmtTO, output) }
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -31,29 +32,115 @@ const (
 	fromEnv     = "env"
 	fromFile    = "file"
 	fromDefault = "default"
+	// fromProfile is a --temporal-* setting read from a temporal CLI
+	// profile (profile.go), between the file and the default.
+	fromProfile = "profile"
 )
 
 // configFlag gives a command the --config flag. parse then fills every
 // flag not set on the command line or in the environment from the file.
 func configFlag(fs *pflag.FlagSet) {
-	fs.String("config", "", "configuration file (YAML): flag names as keys, settings for one command under its name (serve:, run:, worker:, schedule:); flags and TQSCAVENGER_* variables override it")
+	fs.String("config", "", "configuration file (YAML): flag names as keys, settings for one command under its name ("+sectionList+"); flags and TQSCAVENGER_* variables override it")
 }
 
 // sectionOf returns the config file section a flag set reads besides the
 // top level: its command's name, a sub-command's parent's ("schedule
-// create" reads schedule:). `tqscavenger config` shows serve's.
+// create" reads schedule:). `tqscavenger config` shows serve's, and
+// `config COMMAND` that command's ("config schedule" reads schedule:).
 func sectionOf(fs *pflag.FlagSet) string {
-	if fs.Name() == "config" {
-		return "serve"
+	name := fs.Name()
+	if rest, ok := strings.CutPrefix(name, "config"); ok && (rest == "" || rest[0] == ' ') {
+		if name = strings.TrimSpace(rest); name == "" {
+			return "serve"
+		}
 	}
-	name, _, _ := strings.Cut(fs.Name(), " ")
+	name, _, _ = strings.Cut(name, " ")
 	return name
 }
 
-// sections are the commands that read the config file. A section named
-// after one of them is skipped by the others; worker and schedule are
-// sections in a build without them too, so that one file serves both.
-var sections = map[string]bool{"serve": true, "run": true, "worker": true, "schedule": true}
+// sectionNames are the commands that read the config file, as sections
+// of it. A section named after one of them is skipped by the others;
+// worker and schedule are sections in a build without them too, so that
+// one file serves both.
+var sectionNames = []string{"serve", "run", "worker", "schedule", "report", "schema"}
+
+// sectionList is sectionNames as help and messages list them: "serve:,
+// run:, …".
+var sectionList = strings.Join(sectionNames, ":, ") + ":"
+
+// sections is sectionNames as a set.
+var sections = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range sectionNames {
+		m[n] = true
+	}
+	return m
+}()
+
+// fileKeys are the flag names of the commands that read a config file,
+// each command's flag set built once: all of them, and by the section
+// each command reads. A top-level key of the file is read by every one of
+// them that has the flag and skipped by the others (serve's workers: by
+// schema check); a key under a section, by the commands that read that
+// section (schema check's output: is skipped by schema setup). A key no
+// such command has stays an error.
+func fileKeys() keySets {
+	fileKeysOnce.Do(func() { fileKeysSet = commandFlagNames() })
+	return fileKeysSet
+}
+
+var (
+	fileKeysOnce sync.Once
+	fileKeysSet  keySets
+)
+
+// keySets are flag names: all, and by config file section.
+type keySets struct {
+	all       map[string]bool
+	bySection map[string]map[string]bool
+}
+
+// has reports whether name is a flag of a command that reads the
+// section ("" for the top level).
+func (k keySets) has(section, name string) bool {
+	if section == "" {
+		return k.all[name]
+	}
+	return k.bySection[section][name]
+}
+
+// commandFlagNames builds the flag set of every command and returns the
+// flag names of those with --config.
+func commandFlagNames() keySets {
+	keys := keySets{all: map[string]bool{}, bySection: map[string]map[string]bool{}}
+	var walk func(parent string, cs []command)
+	walk = func(parent string, cs []command) {
+		for _, c := range cs {
+			name := strings.TrimSpace(parent + " " + c.name)
+			if c.flags != nil {
+				fs := newFlagSet(name)
+				g := newFlagGroups(fs)
+				c.flags(g)
+				g.done()
+				if fs.Lookup("config") != nil {
+					sec := sectionOf(fs)
+					if keys.bySection[sec] == nil {
+						keys.bySection[sec] = map[string]bool{}
+					}
+					fs.VisitAll(func(f *pflag.Flag) {
+						if aliasOf(f) == "" && f.Name != "help" && f.Name != "config" {
+							keys.all[f.Name] = true
+							keys.bySection[sec][f.Name] = true
+						}
+					})
+				}
+			}
+			walk(name, c.subs)
+		}
+	}
+	walk("", commands())
+	return keys
+}
 
 // fileSetting is one key of the config file, as flag values.
 type fileSetting struct {
@@ -139,7 +226,7 @@ func readConfigFile(path, section string) ([]fileSetting, error) {
 					}
 					continue // a command section, read below or by another command
 				}
-				return usagef("--config %s: line %d: %s%s: a mapping is only allowed as a command section (serve:, run:, worker:, schedule:)", path, k.Line, where, k.Value)
+				return usagef("--config %s: line %d: %s%s: a mapping is only allowed as a command section (%s)", path, k.Line, where, k.Value, sectionList)
 			}
 			var x any
 			if err := v.Decode(&x); err != nil {
@@ -250,8 +337,10 @@ func layer(fs *pflag.FlagSet, noEnv ...string) (map[string]origin, error) {
 }
 
 // applyConfigFile fills every flag of fs still at its default (o) from the
-// file named by its --config flag, if it has one. A key that is no flag
-// of the command is an error, so a typo does not go unnoticed.
+// file named by its --config flag, if it has one. A key that is a flag of
+// another command that reads it where it stands (fileKeys) is skipped, so
+// that one file serves every command; any other key that is no flag of the
+// command is an error, so a typo does not go unnoticed.
 func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 	cf := fs.Lookup("config")
 	if cf == nil || cf.Value.String() == "" {
@@ -267,6 +356,9 @@ func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 			return usagef("--config %s: a config file cannot name another", path)
 		}
 		f := fs.Lookup(s.name)
+		if f == nil && fileKeys().has(s.section, s.name) {
+			continue // another command's setting
+		}
 		if f == nil || aliasOf(f) != "" || f.Name == "help" {
 			return unknownKey(fs, path, s)
 		}
@@ -290,11 +382,13 @@ func applyConfigFile(fs *pflag.FlagSet, o map[string]origin) error {
 // unknownKey is the error for a key of the file that is no flag of the
 // command: with the same did-you-mean as a mistyped flag, and a hint that
 // is true where the key stands (a key already under serve: is not told to
-// go under a command's name).
+// go under a command's name). The key is no flag of any command that
+// reads it where it stands (else it would have been skipped): it is
+// matched against this command's flags first, then against theirs.
 func unknownKey(fs *pflag.FlagSet, path string, s fileSetting) error {
-	key := s.name
+	key, readers := s.name, "any command that reads the file"
 	if s.section != "" {
-		key = s.section + "." + s.name
+		key, readers = s.section+"."+s.name, "any command that reads "+s.section+":"
 	}
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -306,10 +400,22 @@ func unknownKey(fs *pflag.FlagSet, path string, s fileSetting) error {
 	if sg := suggestNames(s.name, names); len(sg) > 0 {
 		return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s (did you mean %s?)", path, s.line, key, cmd, orList(sg))
 	}
+	others := fileKeys().all
+	if s.section != "" {
+		others = fileKeys().bySection[s.section]
+	}
+	var all []string
+	for n := range others {
+		all = append(all, n)
+	}
+	sort.Strings(all)
+	if sg := suggestNames(s.name, all); len(sg) > 0 {
+		return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s nor of %s (did you mean %s?)", path, s.line, key, cmd, readers, orList(sg))
+	}
 	if s.section != "" {
 		return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s (see tqscavenger %s -h for its flags)", path, s.line, key, cmd, cmd)
 	}
-	return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s (a top-level key is read by every command that reads the file; a setting for one command goes under its name, e.g. run:)", path, s.line, key, cmd)
+	return usagef("--config %s: line %d: %s: not a flag of tqscavenger %s (a top-level key is read by every command that reads the file and has that flag, and none has this one; see tqscavenger COMMAND -h)", path, s.line, key, cmd)
 }
 
 // origin is where a flag's value came from.

@@ -24,9 +24,6 @@ import (
 	"github.com/tqscavenger/tqscavenger/temporalworker"
 )
 
-// fromProfile is the layer of a value read from a temporal CLI profile.
-const fromProfile = "profile"
-
 // noEnv is an envconfig.EnvLookup that sees no variable: TEMPORAL_* are
 // read by the environment layer (temporalEnv), with TQSCAVENGER_* first,
 // so envconfig is given the file and profile they chose.

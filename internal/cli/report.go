@@ -28,6 +28,7 @@ func reportFlags(g *flagGroups) runFunc {
 	g.Count.BoolVar(&unsafeGrace, "unsafe-short-grace", false, "allow a --grace under "+shortDuration(scavenger.MinGrace)+" in the mode dry runs, as run's: only for a copy of a database no Temporal server uses")
 	outputFlag(g.Output, &output, "text (tables) or json")
 	g.Output.BoolVar(&asJSON, "json", false, "same as --output json")
+	configFlag(g.Other)
 	return func(ctx context.Context, inv *invocation) error {
 		if asJSON {
 			if inv.origins["output"].layer != fromDefault && output != "json" {
