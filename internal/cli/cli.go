@@ -244,6 +244,12 @@ func newRoot(ctx context.Context, e *env) *cobra.Command {
 	for _, c := range commands() {
 		root.AddCommand(c.cobra(ctx, e, ""))
 	}
+	// cobra adds its completion command when it runs one; added now, bare
+	// tqscavenger's list of commands shows it too.
+	root.InitDefaultCompletionCmd()
+	if cc, _, err := root.Find([]string{"completion"}); err == nil && cc != root {
+		cc.Short = "print a shell completion script: bash, zsh, fish or powershell"
+	}
 	return root
 }
 
@@ -255,11 +261,20 @@ func (c command) cobra(ctx context.Context, e *env, parent string) *cobra.Comman
 		Short: c.summary,
 		Long:  c.long,
 		Args: func(_ *cobra.Command, args []string) error {
-			if c.args != nil {
+			switch {
+			case c.args != nil:
 				return c.args(args)
+			case len(c.subs) > 0 && c.flags == nil && len(args) > 0:
+				return unknownSub(c, args[0])
 			}
 			return noArgs(nil, args)
 		},
+	}
+	if len(c.subs) > 0 && c.flags == nil {
+		// A command that only groups others (schema) has no flags: those
+		// after a mistyped sub-command are the sub-command's, and the
+		// error is the sub-command's name (schema chek --db X).
+		cc.FParseErrWhitelist.UnknownFlags = true
 	}
 	fs := cc.Flags()
 	if parent != "" {
@@ -298,6 +313,19 @@ func (c command) cobra(ctx context.Context, e *env, parent string) *cobra.Comman
 		cc.AddCommand(s.cobra(ctx, e, c.name))
 	}
 	return cc
+}
+
+// unknownSub is the error for a word that is none of c's sub-commands.
+func unknownSub(c command, word string) error {
+	var names []string
+	for _, s := range c.subs {
+		names = append(names, s.name)
+	}
+	hint := ""
+	if s := suggestNames(word, names); len(s) > 0 {
+		hint = " (did you mean " + orList(s) + "?)"
+	}
+	return usagef("unknown command %s for %s%s: use one of: %s (see tqscavenger %s -h)", sqlstore.RedactText(strconv.Quote(word)), c.name, hint, subNames(c.subs), c.name)
 }
 
 func subNames(subs []command) string {

@@ -239,6 +239,9 @@ func scheduleByIDFlags(sub string) func(g *flagGroups) runFunc {
 		if sub == "describe" {
 			outputFlag(g.Output, &output, "text or json (the schedule's state as one JSON document)")
 		}
+		// The Temporal connection, as create and update read it from
+		// serve's or the worker's file.
+		configFlag(g.Other)
 		return func(ctx context.Context, inv *invocation) error {
 			if err := tf.check(inv.origins); err != nil {
 				return err
