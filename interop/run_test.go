@@ -562,8 +562,16 @@ func (rep *report) checkAbandoned(before, after inventory, table string) {
 				}
 			}
 		}
+		// A row matching wrote since (its last_update_time moved) is
+		// alive: re-leased, or deleted by the pass and created afresh,
+		// at range_id 1 again, by a phase 2 workflow's task for the
+		// queue (dead-* queues get some).
+		rewritten := a.info.GetLastUpdateTime().AsTime().After(r.info.GetLastUpdateTime().AsTime())
 		why := fmt.Sprintf("%s type %d: range_id %d -> %d, %d live and %d expired tasks", n, r.info.GetTaskType(), r.rangeID, a.rangeID, live, exp)
-		if a.rangeID != r.rangeID || live > 0 {
+		if rewritten {
+			why += ", last_update_time moved (written by matching since)"
+		}
+		if a.rangeID != r.rangeID || live > 0 || rewritten {
 			rep.abandonedKept = append(rep.abandonedKept, why)
 			continue
 		}
