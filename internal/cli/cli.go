@@ -156,6 +156,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tqscavenger: unknown command %s%s: run `tqscavenger help` for the list\n", sqlstore.RedactText(strconv.Quote(args[0])), hint)
 		return ExitUsage
 	}
+	if helpAllAsked(args) && !strings.HasPrefix(args[0], "__complete") {
+		c := helpAllOf(root, found, args)
+		c.InitDefaultHelpFlag() // as cobra adds it before its own help
+		writeCommandHelp(stdout, c, true)
+		return ExitOK
+	}
 	if err := repeatedSource(longFlags(found, args)); err != nil {
 		fmt.Fprintf(stderr, "tqscavenger %s: %s\n", strings.TrimPrefix(found.CommandPath(), root.Name()+" "), oneLine(err))
 		return ExitUsage
@@ -368,18 +374,24 @@ func addCompletions(cc *cobra.Command) {
 	})
 }
 
-// writeHelp writes the help of c: its usage, summary and flags by group,
-// each default once.
-func writeHelp(w io.Writer, c *cobra.Command) {
+// writeHelp writes the help of c -h shows: its usage, summary, examples,
+// the everyday flags by group, each default once, and how many more
+// --help-all shows.
+func writeHelp(w io.Writer, c *cobra.Command) { writeCommandHelp(w, c, false) }
+
+// writeCommandHelp writes the help of c; with all, every flag with its
+// whole text (--help-all).
+func writeCommandHelp(w io.Writer, c *cobra.Command, all bool) {
 	if !c.HasParent() {
 		usage(w, c)
 		return
 	}
-	fmt.Fprintf(w, "Usage: %s\n\n%s", c.UseLine(), c.Short)
+	fmt.Fprintf(w, "Usage: %s\n\n", c.UseLine())
+	writeWrapped(w, "", c.Short, helpWidth)
 	if c.Long != "" {
-		fmt.Fprintf(w, "\n%s", c.Long)
+		fmt.Fprintln(w, c.Long)
 	}
-	fmt.Fprintln(w)
+	writeExamples(w, c)
 	if c.HasAvailableSubCommands() {
 		fmt.Fprintln(w, "\nCommands:")
 		for _, s := range c.Commands() {
@@ -388,8 +400,8 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 			}
 		}
 	}
-	writeFlagHelp(w, c.Flags())
-	if f := c.Flags().Lookup("statement-timeout"); f != nil && !f.Hidden && c.Flags().Lookup("workers") != nil {
+	writeFlagHelp(w, c.Flags(), all)
+	if f := c.Flags().Lookup("statement-timeout"); all && f != nil && !f.Hidden && c.Flags().Lookup("workers") != nil {
 		fmt.Fprintf(w, "\nA knob given as 0 takes its default (--workers 0 is %d, or %d with --compat=temporal); for the rate\n", defaults.Workers, temporalConfig.Workers)
 		fmt.Fprintln(w, "limits and --statement-timeout, 0 is their default: unlimited, none.")
 	}
@@ -400,9 +412,13 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 		fmt.Fprintln(w, "\nEach flag is also read from TQSCAVENGER_ and its name in upper case, '-' as '_'.")
 	}
 	if c.Flags().Lookup("temporal-address") != nil {
-		fmt.Fprintln(w, "The --temporal-* flags are also read from the temporal CLI's TEMPORAL_* variables, after TQSCAVENGER_*.")
+		fmt.Fprintln(w, "The --temporal-* flags are also read from the temporal CLI's TEMPORAL_* variables, after")
+		fmt.Fprintln(w, "TQSCAVENGER_*.")
 	}
 	writeWrapped(w, "", exitStatusHelp, 100)
+	if !all {
+		writeMoreFlags(w, c)
+	}
 }
 
 // signalContext returns a context that ends, with a signalError as its

@@ -31,6 +31,7 @@ const runningDoc = "../../docs/running.md"
 // must list. A row whose meaning says "`run` only" is a flag of that one
 // of the commands and not of the others.
 var docFlagTables = []docFlagTable{
+	{"What to delete settings", []string{"run", "serve"}, []string{groupScope}},
 	{"Pace and safety settings", []string{"run", "serve"}, []string{groupPace}},
 	{"The daemon: `serve`", []string{"serve"}, []string{groupDaemon}},
 }

@@ -1,8 +1,9 @@
 package cli
 
-// The flags of the commands, on spf13/pflag: the groups help shows them in,
-// the value types whose defaults print as a user types them, deprecated
-// aliases, and the suggestion for a mistyped flag.
+// The flags of the commands, on spf13/pflag: the groups help shows them in
+// (-h the everyday ones, --help-all every one), the value types whose
+// defaults print as a user types them, deprecated aliases, and the
+// suggestion for a mistyped flag.
 
 import (
 	"fmt"
@@ -85,8 +86,14 @@ func newFlagGroups(fs *pflag.FlagSet) *flagGroups {
 	return g
 }
 
+// referenceKey is the pflag annotation of a flag that -h leaves to
+// --help-all and docs/running.md: one an operator does not need every day
+// (referenceFlags).
+const referenceKey = "tqscavenger_reference"
+
 // done moves the flags registered in each group into the command's flag
-// set, annotated with their group.
+// set, annotated with their group, and with referenceKey where -h leaves
+// them out. seed's flags (What to write) are all its own and all shown.
 func (g *flagGroups) done() {
 	for i, set := range g.sets() {
 		name := groupOrder[i]
@@ -95,6 +102,9 @@ func (g *flagGroups) done() {
 				f.Annotations = map[string][]string{}
 			}
 			f.Annotations[groupKey] = []string{name}
+			if referenceFlags[f.Name] && name != groupWrite {
+				f.Annotations[referenceKey] = []string{"true"}
+			}
 		})
 	}
 	// In group order, so that the flag set's own order is help's.
@@ -294,16 +304,15 @@ func orList(names []string) string {
 
 // writeFlagHelp writes the flags of fs by group, each with its default
 // once: from the flag's value, or in its text where the default depends
-// on the mode (0 means "the default").
-func writeFlagHelp(w io.Writer, fs *pflag.FlagSet) {
+// on the mode (0 means "the default"). Unless all, it leaves out the
+// flags marked referenceKey (reference reports them) and writes each
+// flag on one line of helpWidth: a text that runs longer gives way to the
+// flag's brief, with the default its text states.
+func writeFlagHelp(w io.Writer, fs *pflag.FlagSet, all bool) {
 	for _, group := range groupOrder {
 		var flags []*pflag.Flag
 		fs.VisitAll(func(f *pflag.Flag) {
-			g := f.Annotations[groupKey]
-			if f.Hidden || f.Deprecated != "" {
-				return
-			}
-			if (len(g) == 1 && g[0] == group) || (len(g) == 0 && group == groupOther) {
+			if shownIn(f, group, all) {
 				flags = append(flags, f)
 			}
 		})
@@ -318,13 +327,54 @@ func writeFlagHelp(w io.Writer, fs *pflag.FlagSet) {
 			width = max(width, len(heads[i]))
 		}
 		for i, f := range flags {
+			head := fmt.Sprintf("%-*s", width+3, heads[i])
 			text := f.Usage
 			if d := f.DefValue; !strings.Contains(text, "(default") && d != "" && d != "0" && d != "false" {
 				text += " (default " + d + ")"
 			}
-			writeWrapped(w, fmt.Sprintf("%-*s", width+3, heads[i]), text, 100)
+			if b, ok := briefs[f.Name]; ok && !all && len(head)+len(text) > helpWidth {
+				text = b
+				if _, def, ok := strings.Cut(f.Usage, "(default"); ok {
+					def, _, _ = strings.Cut(def, ")")
+					text += " (default" + def + ")"
+				} else if d := f.DefValue; d != "" && d != "0" && d != "false" {
+					text += " (default " + d + ")"
+				}
+			}
+			writeWrapped(w, head, text, helpWidth)
 		}
 	}
+}
+
+// helpWidth is the width help is wrapped at.
+const helpWidth = 100
+
+// shownIn reports whether help shows f in group: hidden and deprecated
+// flags never, those marked referenceKey only with all.
+func shownIn(f *pflag.Flag, group string, all bool) bool {
+	if f.Hidden || f.Deprecated != "" || (!all && annotation(f, referenceKey) != "") {
+		return false
+	}
+	g := f.Annotations[groupKey]
+	return (len(g) == 1 && g[0] == group) || (len(g) == 0 && group == groupOther)
+}
+
+// reference returns the flags of fs that -h leaves out, and the groups
+// they are in, in groupOrder.
+func reference(fs *pflag.FlagSet) (n int, groups []string) {
+	for _, group := range groupOrder {
+		k := 0
+		fs.VisitAll(func(f *pflag.Flag) {
+			if shownIn(f, group, true) && !shownIn(f, group, false) {
+				k++
+			}
+		})
+		if k > 0 {
+			n += k
+			groups = append(groups, group)
+		}
+	}
+	return n, groups
 }
 
 // flagHead is how help names a flag: "  -h, --help", "      --grace DURATION".
@@ -366,6 +416,7 @@ var valueNames = map[string]string{
 	"temporal-address": "HOST:PORT", "temporal-namespace": "NAME", "temporal-task-queue": "NAME", "temporal-api-key": "KEY",
 	"temporal-tls-cert-path": "FILE", "temporal-tls-key-path": "FILE", "temporal-tls-ca-path": "FILE", "temporal-tls-server-name": "NAME",
 	"schedule-id": "ID", "database-identity": "ID",
+	"pace": "gentle|full", "temporal-metrics": "URL", "temporal-profile": "NAME", "temporal-config-file": "FILE",
 }
 
 // writeWrapped writes head and text, wrapped at width with every line

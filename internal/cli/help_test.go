@@ -18,7 +18,8 @@ import (
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"-h"}, {"--help"}, {"help"}, {"help", "run"},
-		{"run", "-h"}, {"run", "--help"}, {"run", "-help"}, {"serve", "-h"}, {"config", "-h"}, {"report", "-h"},
+		{"run", "-h"}, {"run", "--help"}, {"run", "-help"}, {"run", "--help-all"}, {"run", "-help-all"}, {"run", "--db", "x", "--help-all"},
+		{"serve", "-h"}, {"serve", "--help-all"}, {"config", "-h"}, {"config", "run", "--help-all"}, {"report", "-h"},
 		{"schema", "-h"}, {"schema", "check", "-h"}, {"schema", "setup", "--help"}, {"seed", "-h"}, {"demo", "-h"},
 		{"version", "-h"}, {"completion", "-h"},
 	} {
@@ -34,7 +35,8 @@ func TestHelp(t *testing.T) {
 }
 
 // TestHelpGroups: run's and serve's flags come in the groups, in order,
-// and every default is spelt once, as a user types it.
+// and every default is spelt once, as a user types it; -h shows the
+// everyday flags of the groups, --help-all all of them.
 func TestHelpGroups(t *testing.T) {
 	for _, c := range []struct {
 		cmd    string
@@ -42,11 +44,19 @@ func TestHelpGroups(t *testing.T) {
 		says   []string
 	}{
 		{"run", []string{"Connection:", "What to delete:", "Pace and safety:", "Output:"},
+			[]string{"--grace DURATION", "(default 48h)", "(default 4; 32 with --compat=temporal)", "--output text|json"}},
+		{"run --help-all", []string{"Connection:", "What to delete:", "Pace and safety:", "Output:"},
 			[]string{"--grace DURATION", "(default 48h)", "--retry-for DURATION", "(default 5m)", "(default 4; 32 with --compat=temporal)", "--output text|json"}},
 		{"serve", []string{"Connection:", "What to delete:", "Pace and safety:", "Daemon:", "Output:"},
+			[]string{"--every DURATION", "(default 12h)", "SIGHUP"}},
+		{"serve --help-all", []string{"Connection:", "What to delete:", "Pace and safety:", "Daemon:", "Output:"},
 			[]string{"--every DURATION", "(default 12h)", "--shutdown-timeout DURATION", "(default 30s)", "SIGHUP"}},
 	} {
-		_, out, _ := tqs(c.cmd, "-h")
+		args := strings.Fields(c.cmd)
+		if len(args) == 1 {
+			args = append(args, "-h")
+		}
+		_, out, _ := tqs(args...)
 		at := 0
 		for _, g := range c.groups {
 			i := strings.Index(out[at:], "\n"+g+"\n")

@@ -21,10 +21,10 @@ func TestTemporalHelp(t *testing.T) {
 		says   []string
 		hides  []string
 	}{
-		{[]string{"worker", "-h"}, []string{"Connection:", "Temporal:", "Pace and safety:", "Daemon:", "Output:"},
+		{[]string{"worker", "--help-all"}, []string{"Connection:", "Temporal:", "Pace and safety:", "Daemon:", "Output:"},
 			[]string{"--temporal-address HOST:PORT", "--max-partitions INT", "--shutdown-timeout DURATION", "30s)", "TEMPORAL_* variables"}, nil},
 		{[]string{"schedule", "-h"}, nil, []string{"create", "update", "describe", "trigger", "delete"}, nil},
-		{[]string{"schedule", "create", "-h"}, []string{"Connection:", "Temporal:", "What to delete:", "Pace and safety:", "Schedule:", "Output:"},
+		{[]string{"schedule", "create", "--help-all"}, []string{"Connection:", "Temporal:", "What to delete:", "Pace and safety:", "Schedule:", "Output:"},
 			[]string{"--every DURATION", "(default 12h)", "--jitter DURATION", "--partitions INT", "--database-identity ID"},
 			[]string{"--partition ", "--now", "--yield-to-load", "--statement-timeout", "DURATION|PCT"}},
 		{[]string{"schedule", "describe", "-h"}, []string{"Temporal:", "Schedule:", "Output:"}, []string{"--schedule-id ID"}, []string{"--db"}},
