@@ -509,7 +509,7 @@ func oneLine(err error) string {
 
 func usage(w io.Writer, root *cobra.Command) {
 	fmt.Fprintln(w, "tqscavenger: deletes expired tasks and idle, empty task queues from Temporal's SQL task tables.")
-	fmt.Fprintln(w, "\nUsage: tqscavenger COMMAND [flags]   (tqscavenger COMMAND -h for its flags)")
+	fmt.Fprintln(w, "\nUsage: tqscavenger COMMAND [flags]   (tqscavenger COMMAND -h for its flags, --help-all for every one)")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range root.Commands() {
 		if c.IsAvailableCommand() {
