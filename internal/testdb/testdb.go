@@ -93,7 +93,7 @@ func Server(t testing.TB, e sqlstore.Engine) string {
 	t.Helper()
 	base := os.Getenv(EnvVar(e))
 	if base == "" {
-		unavailable(t, "%s tests skipped: set %s to a server DSN, e.g. %s", e, EnvVar(e), example(e))
+		unavailable(t, "%s tests skipped: set %s to a server DSN, e.g. %s", e, EnvVar(e), Example(e))
 	}
 	return base
 }
@@ -115,7 +115,9 @@ func OpenDSN(t testing.TB, dsn string) *sqlstore.DB {
 	return db
 }
 
-func example(e sqlstore.Engine) string {
+// Example is a DSN of engine e's test server as this machine's README
+// gives it: what to set EnvVar(e) to.
+func Example(e sqlstore.Engine) string {
 	if e == sqlstore.Postgres {
 		return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	}
