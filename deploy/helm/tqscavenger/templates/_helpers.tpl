@@ -53,7 +53,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $m := dict }}
 {{- if eq .Values.mode "serve" }}
 {{- $m = deepCopy (default dict .Values.serve.settings) }}
-{{- $_ := set $m "listen" (printf ":%v" .Values.serve.service.port) }}
 {{- else if eq .Values.mode "run" }}
 {{- $m = deepCopy (default dict .Values.run.settings) }}
 {{- else }}
@@ -218,6 +217,16 @@ args: [{{ .Values.mode | quote }}, "--config", "/etc/tqscavenger/settings/tqscav
   {{- if eq .Values.mode "run" }}, "--checkpoint", "/var/lib/tqscavenger/checkpoint.json", "--lock-held-ok"{{ end }}]
 env:
   {{- include "tqscavenger.dbEnv" . | trim | nindent 2 }}
+  {{- /* The image listens on :9464 (its TQSCAVENGER_LISTEN), which the
+       environment sets over the settings file: serve listens on the
+       Service's port, the worker where its settings say (default none). */}}
+  {{- if eq .Values.mode "serve" }}
+  - name: TQSCAVENGER_LISTEN
+    value: {{ printf ":%v" .Values.serve.service.port | quote }}
+  {{- else if eq .Values.mode "worker" }}
+  - name: TQSCAVENGER_LISTEN
+    value: {{ (default dict .Values.worker.settings).listen | default "" | quote }}
+  {{- end }}
   {{- if eq .Values.mode "worker" }}
   {{- include "tqscavenger.workerEnv" . | trim | nindent 2 }}
   {{- end }}
