@@ -165,9 +165,14 @@ func versionOf(bin string) string {
 // runFlagsOf returns the flags of bin's `run` that --live-extra may
 // set: those its help lists under "What to delete" and "Pace and
 // safety". They are read from the binary under test, so a build's new
-// flags can be measured without changing the lab.
+// flags can be measured without changing the lab: from `run --help-all`,
+// which lists every flag (-h only the everyday ones), or, from a build
+// older than it, `run --help`, which then listed every one.
 func runFlagsOf(ctx context.Context, bin string) (map[string]bool, error) {
-	out, err := exec.CommandContext(ctx, bin, "run", "--help").Output()
+	out, err := exec.CommandContext(ctx, bin, "run", "--help-all").Output()
+	if err != nil {
+		out, err = exec.CommandContext(ctx, bin, "run", "--help").Output()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the flags of %s run --help: %w", bin, err)
 	}
@@ -182,7 +187,7 @@ func runFlagsOf(ctx context.Context, bin string) (map[string]bool, error) {
 var helpFlag = regexp.MustCompile(`^\s+(?:-\w, )?--([a-z0-9][a-z0-9-]*)`)
 
 // parseRunHelp returns the flags in the "What to delete" and "Pace and
-// safety" groups of `run --help`.
+// safety" groups of `run --help-all`.
 func parseRunHelp(help string) map[string]bool {
 	allowed := map[string]bool{}
 	in := false
@@ -217,7 +222,7 @@ func passFlags(s string, allowed map[string]bool) ([]string, error) {
 		}
 		name, _, _ = strings.Cut(name, "=")
 		if !allowed[name] {
-			return nil, fmt.Errorf("--%s: only the flags of \"What to delete\" and \"Pace and safety\" (see run --help)", name)
+			return nil, fmt.Errorf("--%s: only the flags of \"What to delete\" and \"Pace and safety\" (see run --help-all)", name)
 		}
 	}
 	return args, nil

@@ -13,18 +13,18 @@ import (
 )
 
 // TestPassFlags: --live-extra takes the "What to delete" and "Pace and
-// safety" flags of the binary's `run --help` only (here this build's),
+// safety" flags of the binary's `run --help-all` only (here this build's),
 // and never echoes a refused value: the table prints the flags, and a DSN
 // or password must not reach it.
 func TestPassFlags(t *testing.T) {
 	var help bytes.Buffer
-	if code := cli.Main([]string{"run", "--help"}, &help, &help); code != 0 {
-		t.Fatalf("run --help: exit %d: %s", code, help.String())
+	if code := cli.Main([]string{"run", "--help-all"}, &help, &help); code != 0 {
+		t.Fatalf("run --help-all: exit %d: %s", code, help.String())
 	}
 	allowed := parseRunHelp(help.String())
 	for _, name := range []string{"workers", "task-batch-size", "pace", "past-live-head", "orphans", "max-deletes-per-second"} {
 		if !allowed[name] {
-			t.Errorf("--%s not read from run --help", name)
+			t.Errorf("--%s not read from run --help-all", name)
 		}
 	}
 	for _, tc := range []struct {
