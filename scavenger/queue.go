@@ -151,10 +151,7 @@ func (j *queueJob) run(ctx context.Context) executor.Status {
 // this row's flag guards nothing, and the row may go like any other.
 func (j *queueJob) otherTableHasTasks(ctx context.Context) (bool, error) {
 	p := j.p
-	other := store.V2
-	if j.table == store.V2 {
-		other = store.V1
-	}
+	other := other(j.table)
 	present := false
 	for _, t := range p.present {
 		present = present || t == other
