@@ -2,126 +2,19 @@ package scavenger
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/store"
 )
-
-// limiter is a token bucket that may go into debt: a caller waits until
-// the balance is not negative, then is charged what it actually used. So
-// a delete of unknown size is charged its real row count afterwards, and
-// the average rate holds whatever the batch sizes. Its rate may change
-// while callers wait (setRate); a rate of 0 or less is no limit.
-type limiter struct {
-	now func() time.Time
-
-	mu      sync.Mutex
-	rate    float64 // tokens per second
-	burst   float64
-	balance float64
-	last    time.Time
-}
-
-func newLimiter(rate float64) *limiter {
-	l := &limiter{now: time.Now, last: time.Now()}
-	l.setRate(rate)
-	return l
-}
-
-// setRate changes the rate. A waiting caller sees it at its next check,
-// within a tenth of a second (waits are capped to that): a limit lowered
-// while the database hurts takes effect at once, one raised or lifted
-// does not leave callers asleep on the old one. A debt already run up is
-// kept, so that a lower limit cannot be escaped by the last large batch.
-func (l *limiter) setRate(rate float64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	if l.rate > 0 {
-		l.balance = min(l.burst, l.balance+now.Sub(l.last).Seconds()*l.rate)
-	} else {
-		l.balance = 0
-	}
-	l.last = now
-	l.rate = rate
-	// A burst of a tenth of a second keeps the rate smooth within a
-	// second, yet lets a single large batch through.
-	l.burst = max(1, rate/10)
-	if rate <= 0 {
-		l.balance = 0
-	}
-}
-
-// maxWait caps one sleep of a waiting caller, so that a new rate is seen
-// soon.
-const maxWait = 100 * time.Millisecond
-
-// delay refills the bucket and returns how long a caller must wait for the
-// balance to be positive again; 0 means go.
-func (l *limiter) delay() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.rate <= 0 {
-		return 0
-	}
-	now := l.now()
-	l.balance = min(l.burst, l.balance+now.Sub(l.last).Seconds()*l.rate)
-	l.last = now
-	if l.balance > 0 {
-		return 0
-	}
-	return time.Duration((-l.balance/l.rate)*float64(time.Second)) + time.Millisecond
-}
-
-// wait blocks until the balance is positive, ctx ends or stop is closed
-// (ErrShutdown).
-func (l *limiter) wait(ctx context.Context, stop <-chan struct{}) error {
-	if l == nil {
-		return nil
-	}
-	for {
-		d := l.delay()
-		if d == 0 {
-			return nil
-		}
-		t := time.NewTimer(min(d, maxWait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-stop:
-			t.Stop()
-			return ErrShutdown
-		case <-t.C:
-		}
-	}
-}
-
-// currentRate returns the rate in effect.
-func (l *limiter) currentRate() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.rate
-}
-
-// charge takes n tokens.
-func (l *limiter) charge(n int64) {
-	if l == nil || n <= 0 {
-		return
-	}
-	l.mu.Lock()
-	if l.rate > 0 {
-		l.balance -= float64(n)
-	}
-	l.mu.Unlock()
-}
 
 // tunables are the settings a running pass reads as it goes, so that
 // Scavenger.Tune changes them on it: the rate limits, the retry budget and
 // the pace.
 type tunables struct {
-	stmts, rows *limiter
+	stmts, rows *pace.Limiter
 
 	mu                               sync.Mutex
 	retryInitial, retryMax, retryFor time.Duration
@@ -132,15 +25,15 @@ type tunables struct {
 }
 
 func newTunables(c Config) *tunables {
-	t := &tunables{stmts: newLimiter(c.MaxStatementsPerSecond), rows: newLimiter(c.MaxDeletesPerSecond)}
+	t := &tunables{stmts: pace.NewLimiter(c.MaxStatementsPerSecond), rows: pace.NewLimiter(c.MaxDeletesPerSecond)}
 	t.set(c)
 	return t
 }
 
 // set applies c's tunable settings (c has its defaults).
 func (t *tunables) set(c Config) {
-	t.stmts.setRate(c.MaxStatementsPerSecond)
-	t.rows.setRate(c.MaxDeletesPerSecond)
+	t.stmts.SetRate(c.MaxStatementsPerSecond)
+	t.rows.SetRate(c.MaxDeletesPerSecond)
 	t.mu.Lock()
 	t.retryInitial, t.retryMax, t.retryFor = c.RetryInitial, c.RetryMax, c.RetryFor
 	changed := t.mode != c.Mode
@@ -186,7 +79,7 @@ func (t *tunables) retry() (initial, maxWait, retryFor time.Duration) {
 // (optional.go), reads each charged as one statement as Store's are.
 type limitedStore struct {
 	next        store.Store
-	stmts, rows *limiter
+	stmts, rows *pace.Limiter
 	// stop ends the waits: a pass that shuts down does not wait for tokens.
 	stop <-chan struct{}
 }
@@ -207,19 +100,28 @@ func limit(t *tunables, stop <-chan struct{}) store.Middleware {
 }
 
 func (s *limitedStore) before(ctx context.Context, deletes bool) error {
-	if err := s.stmts.wait(ctx, s.stop); err != nil {
-		return err
+	if err := s.stmts.Wait(ctx, s.stop); err != nil {
+		return shutdownErr(err)
 	}
-	s.stmts.charge(1)
+	s.stmts.Charge(1)
 	if deletes {
-		return s.rows.wait(ctx, s.stop)
+		return shutdownErr(s.rows.Wait(ctx, s.stop))
 	}
 	return nil
 }
 
+// shutdownErr is err with the pace's stop (pace.ErrStopped: the pass's
+// closing channel closed) named as the pass names it, ErrShutdown.
+func shutdownErr(err error) error {
+	if errors.Is(err, pace.ErrStopped) {
+		return ErrShutdown
+	}
+	return err
+}
+
 // deleted charges the rows a delete removed.
 func (s *limitedStore) deleted(n int64, err error) (int64, error) {
-	s.rows.charge(n)
+	s.rows.Charge(n)
 	return n, err
 }
 

@@ -85,7 +85,7 @@ func New(st store.Store, cfg Config) *Scavenger {
 // settings Tune changed.
 func (s *Scavenger) Config() Config {
 	c := s.cfg
-	c.MaxStatementsPerSecond, c.MaxDeletesPerSecond = s.tune.stmts.currentRate(), s.tune.rows.currentRate()
+	c.MaxStatementsPerSecond, c.MaxDeletesPerSecond = s.tune.stmts.Rate(), s.tune.rows.Rate()
 	c.RetryInitial, c.RetryMax, c.RetryFor = s.tune.retry()
 	c.Mode = s.tune.pace()
 	return c
