@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -42,8 +43,8 @@ import (
 // that wraps only store.Store does not hide them. The write refusal and
 // the stop gate (5 and 6) are gone past that way: every optional call is
 // a read, which both pass on as it is.
-func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *batcher) (passStore, *yielder) {
-	pace, y := yieldMiddleware(s.cfg, s.tune, s.closing, batch, s.st, s.onYielder)
+func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *pace.Batcher) (passStore, *yielder) {
+	paced, y := yieldMiddleware(s.cfg, s.tune, s.closing, batch, s.st, s.onYielder)
 	below := slices.Clone(s.cfg.Middleware)
 	if s.cfg.DryRun {
 		below = append(below, func(next store.Store) store.Store { return &dryRunStore{next: next} })
@@ -65,7 +66,7 @@ func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *ba
 			return &gateStore{next: next, closing: s.closing, refused: refused}
 		},
 		limit(s.tune, s.closing),
-		pace,
+		paced,
 	)
 	ps := passStore{Store: top}
 	// top is the gate, which implements every optional interface: the

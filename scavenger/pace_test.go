@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
@@ -61,23 +62,23 @@ func TestYielderFloor(t *testing.T) {
 // back.
 func TestYielderBatchLever(t *testing.T) {
 	ms := time.Millisecond
-	b := newBatcher(1000, time.Second)
+	b := pace.NewBatcher(1000, time.Second)
 	y := newYielder(Config{Pace: Pace{Workers: 2, YieldFactor: 2, TaskBatchSize: 1000}, Hooks: Hooks{Logger: quietLog()}}, nil)
 	y.batch = b
 	feed(y, 1, 10*ms)
 	for _, want := range []int{500, 250, 250} {
 		feed(y, 1, 30*ms)
-		if b.size() != want {
-			t.Fatalf("batch size %d after a decrease, want %d", b.size(), want)
+		if b.Size() != want {
+			t.Fatalf("batch size %d after a decrease, want %d", b.Size(), want)
 		}
 	}
 	feed(y, 7, 10*ms) // share 1/4 → 1, then 2 at once
-	if y.share != 1 || y.allowed != 2 || b.size() != 250 {
-		t.Fatalf("share %g, %d at once, batch %d: want 1, 2 and still 250 (the batch grows last)", y.share, y.allowed, b.size())
+	if y.share != 1 || y.allowed != 2 || b.Size() != 250 {
+		t.Fatalf("share %g, %d at once, batch %d: want 1, 2 and still 250 (the batch grows last)", y.share, y.allowed, b.Size())
 	}
 	feed(y, 1, 10*ms)
-	if b.size() != 250+125 {
-		t.Fatalf("batch %d after a quiet window, want %d", b.size(), 250+125)
+	if b.Size() != 250+125 {
+		t.Fatalf("batch %d after a quiet window, want %d", b.Size(), 250+125)
 	}
 }
 

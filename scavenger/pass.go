@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tqscavenger/tqscavenger/internal/executor"
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -40,7 +41,7 @@ type pass struct {
 	// present lists the task tables that exist, whether or not this pass
 	// scavenges them.
 	present []store.Table
-	batch   *batcher
+	batch   *pace.Batcher
 	// rng is the part of the range_hash space the pass covers.
 	rng store.HashRange
 	// ckpt keeps the walks' low-water marks; nil without Config.Checkpoint.

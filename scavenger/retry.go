@@ -58,9 +58,9 @@ func (p *pass) timed(ctx context.Context, op string, limit int, f func(ctx conte
 // batch does.
 func (p *pass) timedBatches(ctx context.Context, op string, batches, limit int, f func(ctx context.Context, size, batch int) error) error {
 	return p.attempt(ctx, op, true, func(ctx context.Context) (int, error) {
-		batch := p.batch.size()
+		batch := p.batch.Size()
 		size := batch
-		if int64(batch) > p.batch.floor {
+		if batch > p.batch.Floor() {
 			size *= batches
 		}
 		if limit > 0 {
@@ -68,7 +68,7 @@ func (p *pass) timedBatches(ctx context.Context, op string, batches, limit int, 
 		}
 		start := time.Now()
 		err := f(ctx, size, batch)
-		p.batch.observe(time.Since(start), errors.Is(err, store.ErrStatementTimeout) || errors.Is(err, context.DeadlineExceeded))
+		p.batch.Observe(time.Since(start), errors.Is(err, store.ErrStatementTimeout) || errors.Is(err, context.DeadlineExceeded))
 		return size, err
 	})
 }
@@ -107,7 +107,7 @@ func (p *pass) attempt(ctx context.Context, op string, batched bool, f func(ctx 
 		if isTimeout(err) {
 			timeouts++
 			switch {
-			case batched && int64(size) <= p.batch.floor:
+			case batched && size <= p.batch.Floor():
 				return fmt.Errorf("%w: %s: a batch of %d rows, the smallest, did not finish within the statement timeout: %w", ErrGaveUp, op, size, err)
 			case !batched && timeouts >= maxTimeouts:
 				return fmt.Errorf("%w: %s: %d statement timeouts in a row: %w", ErrGaveUp, op, timeouts, err)
@@ -163,7 +163,7 @@ func (p *pass) deleting(ctx context.Context, op string, planned int64, unknown *
 		start := time.Now()
 		n, err := f(ctx)
 		if observe {
-			p.batch.observe(time.Since(start), isTimeout(err))
+			p.batch.Observe(time.Since(start), isTimeout(err))
 		}
 		total += n
 		unsure = unsure || errors.Is(err, store.ErrUnknownOutcome)

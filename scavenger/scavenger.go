@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tqscavenger/tqscavenger/internal/executor"
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -219,7 +220,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	}()
 	defer ex.Stop()
 
-	p := &pass{cfg: s.cfg, book: s.book, tune: s.tune, c: c, ex: ex, batch: newBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
+	p := &pass{cfg: s.cfg, book: s.book, tune: s.tune, c: c, ex: ex, batch: pace.NewBatcher(s.cfg.TaskBatchSize, s.cfg.SlowStatement), retries: retryLog{log: s.cfg.Logger}}
 	p.st, p.pacer = s.stack(ctx, &p.refused, p.batch)
 	s.mu.Lock()
 	s.pacer = p.pacer

@@ -88,13 +88,13 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		// The pace is read per scan: Tune may change it mid-window.
 		batches := p.scanBatches()
 		if w.size == 0 {
-			w.size = batches * p.batch.size()
+			w.size = batches * p.batch.Size()
 		}
 		limit := w.size
 		if batches > 1 {
 			// A long scan stops at the job's budget, but reads at least
 			// the batch a scan of the gentle pace would.
-			limit = min(limit, max(budget, p.batch.size()))
+			limit = min(limit, max(budget, p.batch.Size()))
 		}
 		var (
 			rows  []store.ScannedTask
@@ -184,7 +184,7 @@ func (w *windowJob) Run(ctx context.Context) executor.Status {
 		if skipped*2 > len(rows) {
 			w.size = max(16, batch/4)
 		} else {
-			w.size = min(batches*p.batch.size(), batch*2)
+			w.size = min(batches*p.batch.Size(), batch*2)
 		}
 		last := rows[len(rows)-1]
 		w.pos = store.TaskPos{Queue: last.Queue, Task: last.Key}

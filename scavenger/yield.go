@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/store"
 )
 
@@ -104,7 +105,7 @@ type yielder struct {
 	sleep func(ctx context.Context, d time.Duration)
 	stop  <-chan struct{}
 	// batch, if set, is the pass's batcher, whose cap the controller sets.
-	batch     *batcher
+	batch     *pace.Batcher
 	batchCeil int
 	// maxShare is 1, or yieldSQLiteDuty on a whole-database writer.
 	maxShare float64
@@ -194,9 +195,9 @@ func (y *yielder) setFull(full bool) {
 	y.full = full
 	if y.batch != nil {
 		if full {
-			y.batch.setCap(0)
+			y.batch.SetCap(0)
 		} else {
-			y.batch.setCap(y.batchCap)
+			y.batch.SetCap(y.batchCap)
 		}
 	}
 	y.slot.Broadcast()
@@ -207,7 +208,7 @@ func (y *yielder) setFull(full bool) {
 // each new pace tune takes. batch is the pass's batcher (nil: none); st
 // the store, for whether it is a whole-database writer. seen, if not nil,
 // receives the pass's yielder (a test's hook, Scavenger.onYielder).
-func yieldMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, batch *batcher, st store.Store, seen func(*yielder)) (store.Middleware, *yielder) {
+func yieldMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, batch *pace.Batcher, st store.Store, seen func(*yielder)) (store.Middleware, *yielder) {
 	y := newYielder(cfg, stop)
 	y.batch = batch
 	if w, ok := st.(store.WholeDatabaseWriter); ok && w.WritesLockDatabase() {
@@ -551,7 +552,7 @@ func (y *yielder) minBatch() int {
 func (y *yielder) setBatchCap(n int) {
 	y.batchCap = n
 	if y.batch != nil {
-		y.batch.setCap(n)
+		y.batch.SetCap(n)
 	}
 }
 

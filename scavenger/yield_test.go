@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/seed"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 	"github.com/tqscavenger/tqscavenger/store"
@@ -63,7 +64,7 @@ func TestYielderAIMD(t *testing.T) {
 // off does not outlive a switch to full pace, and comes back with gentle.
 func TestYielderPaceSwitchBatchCap(t *testing.T) {
 	ms := time.Millisecond
-	b := newBatcher(1000, time.Second)
+	b := pace.NewBatcher(1000, time.Second)
 	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2, TaskBatchSize: 1000}, Hooks: Hooks{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, nil)
 	y.batch = b
 	for _, lat := range []time.Duration{10 * ms, 30 * ms, 30 * ms, 30 * ms} { // a baseline, then three back-offs
@@ -71,7 +72,7 @@ func TestYielderPaceSwitchBatchCap(t *testing.T) {
 			y.observe("ScanTasks", 100, lat, false)
 		}
 	}
-	gentle := b.size()
+	gentle := b.Size()
 	if gentle >= 1000 {
 		t.Fatalf("after backing off the batch size is %d, want below 1000", gentle)
 	}
@@ -85,7 +86,7 @@ func TestYielderPaceSwitchBatchCap(t *testing.T) {
 		{"full again", true, 1000},
 	} {
 		y.setFull(c.full)
-		if got := b.size(); got != c.want {
+		if got := b.Size(); got != c.want {
 			t.Errorf("%s: batch size %d, want %d", c.name, got, c.want)
 		}
 	}
