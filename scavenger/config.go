@@ -254,11 +254,12 @@ type PaceMode string
 
 const (
 	// PaceGentle, the default (the zero value means it), runs the
-	// controller of yield.go: it watches its own statements' latency
-	// against a quiet baseline and runs fewer statements at once, with
-	// pauses, while the database is slower, within a floor that keeps
-	// the pass moving (see yield.go). A pass beside a live Temporal
-	// cluster should use it.
+	// controller of package internal/pace: it watches its own
+	// statements' latency against a quiet baseline and runs fewer
+	// statements at once, with pauses, while the database is slower,
+	// within a floor that keeps the pass moving (see its
+	// controller.go). A pass beside a live Temporal cluster should use
+	// it.
 	PaceGentle PaceMode = "gentle"
 	// PaceFull runs no controller: every worker at once, no pauses, and,
 	// on a store that can share commits (a rollback-journal SQLite file

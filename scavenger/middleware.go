@@ -15,9 +15,9 @@ import (
 //  1. the shutdown gate: once Shutdown is called, no call starts;
 //  2. the rate limits of Config.MaxStatementsPerSecond and
 //     Config.MaxDeletesPerSecond, whose waits end at Shutdown too;
-//  3. the pace's controller (yield.go; it passes calls straight on under
-//     PaceFull), under the limits so that it only ever slows the pass
-//     below them;
+//  3. the pace's controller (pacestore.go, package internal/pace; it
+//     passes calls straight on under PaceFull), under the limits so that
+//     it only ever slows the pass below them;
 //  4. Config.Middleware, in its order: what tests and embedders add
 //     (fault injection, tracing), close to the store so that what they
 //     see is what the database gets;
@@ -43,8 +43,8 @@ import (
 // that wraps only store.Store does not hide them. The write refusal and
 // the stop gate (5 and 6) are gone past that way: every optional call is
 // a read, which both pass on as it is.
-func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *pace.Batcher) (passStore, *yielder) {
-	paced, y := yieldMiddleware(s.cfg, s.tune, s.closing, batch, s.st, s.onYielder)
+func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *pace.Batcher) (passStore, *pace.Pacer) {
+	paced, p := paceMiddleware(s.cfg, s.tune, s.closing, batch, s.st, s.onPacer)
 	below := slices.Clone(s.cfg.Middleware)
 	if s.cfg.DryRun {
 		below = append(below, func(next store.Store) store.Store { return &dryRunStore{next: next} })
@@ -77,7 +77,7 @@ func (s *Scavenger) stack(pass context.Context, refused *atomic.Int64, batch *pa
 	if has.odd {
 		ps.odd = top.(store.OddHashFinder)
 	}
-	return ps, y
+	return ps, p
 }
 
 // gateStore refuses every call once closing is closed, with ErrShutdown,

@@ -1,5 +1,7 @@
 package scavenger
 
+import "github.com/tqscavenger/tqscavenger/internal/pace"
+
 // PaceState is what the pace's controller is doing (Stats.Pace): for the
 // status page, the metrics and the progress line.
 type PaceState struct {
@@ -29,17 +31,15 @@ type PaceState struct {
 	FloorHits int64 `json:"floor_hits"`
 }
 
-// state returns the controller's state.
-func (y *yielder) state() PaceState {
-	y.mu.Lock()
-	defer y.mu.Unlock()
-	st := PaceState{
-		Mode: PaceGentle, InFlight: y.running, Allowed: y.allowed, Share: y.share, BatchCap: y.batchCap,
-		Signal: y.lastSignal, Ratio: y.lastRatio, Rebasing: y.rebasing,
-		Backoffs: int64(y.decreases), FloorHits: y.floorHits,
+// paceState is the PaceState of the Pacer's snapshot s.
+func paceState(s pace.Snapshot) PaceState {
+	mode := PaceGentle
+	if s.Full {
+		mode = PaceFull
 	}
-	if y.full {
-		st.Mode, st.Allowed, st.Share, st.BatchCap, st.Rebasing = PaceFull, y.workers, 1, y.batchCeil, false
+	return PaceState{
+		Mode: mode, InFlight: s.InFlight, Allowed: s.Allowed, Share: s.Share, BatchCap: s.BatchCap,
+		Signal: s.Signal, Ratio: s.Ratio, Rebasing: s.Rebasing,
+		Backoffs: s.Backoffs, FloorHits: s.FloorHits,
 	}
-	return st
 }

@@ -36,8 +36,8 @@ type pass struct {
 	spread, pipeline int
 	c                *counters
 	ex               *executor.Executor
-	// pacer is the pace's controller (yield.go).
-	pacer *yielder
+	// pacer is the pace's controller (pacestore.go).
+	pacer *pace.Pacer
 	// present lists the task tables that exist, whether or not this pass
 	// scavenges them.
 	present []store.Table

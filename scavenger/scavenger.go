@@ -59,15 +59,15 @@ type Scavenger struct {
 	hard context.CancelCauseFunc
 	done chan struct{}
 	// pacer is the running (or last) pass's controller.
-	pacer *yielder
+	pacer *pace.Pacer
 	// ckpt is the running pass's checkpointer (nil: none, or no pass).
 	ckpt *checkpointer
 
-	// onYielder, if set (by a test in this package, never by New),
-	// receives the yielder of each pass with YieldToLoad, so the test can
-	// read its counters; an injected hook, not a package global, so tests
-	// running in parallel do not see each other's passes.
-	onYielder func(*yielder)
+	// onPacer, if set (by a test in this package, never by New),
+	// receives the Pacer of each pass, so the test can read its counters;
+	// an injected hook, not a package global, so tests running in
+	// parallel do not see each other's passes.
+	onPacer func(*pace.Pacer)
 }
 
 // New returns a Scavenger for st. An invalid cfg is reported by Run. It
@@ -161,7 +161,7 @@ func (s *Scavenger) Stats() Stats {
 	st := c.snapshot()
 	st.Started = started
 	if pacer != nil {
-		st.Pace = pacer.state()
+		st.Pace = paceState(pacer.Snapshot())
 	}
 	if ex != nil {
 		es := ex.Stats()
@@ -249,7 +249,7 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	if s.cfg.Lock != nil {
 		stopWatch = watchLock(ctx, s.cfg, hard)
 	}
-	stopProbe := startProbe(ctx, s.st, p.pacer, s.Config(), s.closing)
+	stopProbe := s.startProbe(ctx, p.pacer)
 	stopTemporal := startTemporalMetrics(ctx, p.pacer, s.cfg, s.closing)
 	err := p.run(ctx)
 	stopTemporal()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/pace"
 	"github.com/tqscavenger/tqscavenger/internal/redact"
 )
 
@@ -244,7 +245,7 @@ func scrape(ctx context.Context, client *http.Client, endpoint string) (sum floa
 
 // startTemporalMetrics scrapes cfg.TemporalMetrics, if any, for the
 // pass's controller until the returned func is called.
-func startTemporalMetrics(ctx context.Context, y *yielder, cfg Config, stop <-chan struct{}) (wait func()) {
+func startTemporalMetrics(ctx context.Context, y *pace.Pacer, cfg Config, stop <-chan struct{}) (wait func()) {
 	if len(cfg.TemporalMetrics) == 0 || y == nil {
 		return func() {}
 	}
@@ -262,7 +263,7 @@ func startTemporalMetrics(ctx context.Context, y *yielder, cfg Config, stop <-ch
 
 // runTemporalMetrics scrapes every temporalScrapeEvery until ctx ends,
 // stop closes or every endpoint was dropped.
-func runTemporalMetrics(ctx context.Context, y *yielder, cfg Config, stop <-chan struct{}) {
+func runTemporalMetrics(ctx context.Context, y *pace.Pacer, cfg Config, stop <-chan struct{}) {
 	client := &http.Client{Timeout: temporalScrapeEvery}
 	type endpoint struct {
 		url    string
@@ -303,7 +304,7 @@ func runTemporalMetrics(ctx context.Context, y *yielder, cfg Config, stop <-chan
 		}
 		eps = live
 		if dCount > 0 {
-			y.observeSignal("temporal", time.Duration(dSum/float64(dCount)*float64(time.Second)))
+			y.ObserveSignal("temporal", time.Duration(dSum/float64(dCount)*float64(time.Second)))
 		}
 		select {
 		case <-ctx.Done():

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // temporalText is a scrape of a Temporal service: persistence_latency
@@ -64,27 +63,6 @@ func TestScrapeTemporalMetrics(t *testing.T) {
 	}
 	if err := (Config{Pace: Pace{TemporalMetrics: []string{"scraper:hunter2@host:9090/metrics"}}}).Validate(); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("a metrics endpoint that is no URL: %v, want refused without the password", err)
-	}
-}
-
-// TestTemporalSignal: Temporal's persistence latency is a signal like the
-// others: a first window sets its baseline, a window over the factor backs
-// off.
-func TestTemporalSignal(t *testing.T) {
-	ms := time.Millisecond
-	y := newYielder(Config{Pace: Pace{Workers: 4, YieldFactor: 2, TaskBatchSize: 1000}, Hooks: Hooks{Logger: quietLog()}}, nil)
-	feed(y, 4, 10*ms) // the baseline, then 1 → 4 at once
-	for range yieldSamples {
-		y.observeSignal("temporal", 4*ms)
-	}
-	if y.allowed != 4 || y.signals["temporal"].baseline != 4*ms {
-		t.Fatalf("after the first window: %d at once, baseline %s; want 4 and 4ms", y.allowed, y.signals["temporal"].baseline)
-	}
-	for range yieldSamples {
-		y.observeSignal("temporal", 12*ms)
-	}
-	if y.allowed != 2 || y.lastSignal != "temporal" || y.lastRatio != 3 {
-		t.Fatalf("after a slow window: %d at once, signal %q at %g; want 2, temporal at 3", y.allowed, y.lastSignal, y.lastRatio)
 	}
 }
 

@@ -50,7 +50,7 @@ type windowJob struct {
 // queues of 1,000 expired tasks from a scan and a delete per queue (2.07
 // statements per queue against the bound's 1.14) to about one delete per
 // queue and a scan per ten. The gentle pace reads one batch per scan: its
-// lever is the batch size (yield.go), and a read ten times as long is a
+// lever is the batch size (internal/pace), and a read ten times as long is a
 // burst ten times as long. A scan holds its rows in memory: at the
 // defaults, up to 10,000 tasks per worker.
 const fullScanBatches = 10

@@ -1,6 +1,6 @@
 // This file owns the probe: a connection of its own, outside the store's
 // pool, on which a gentle scavenger pass times matching's most frequent
-// reads (scavenger/probe.go).
+// reads (internal/pace/probe.go).
 
 package sqlstore
 

@@ -8,8 +8,8 @@ import (
 // Batcher adapts the batch size of a pass's scans and deletes: it halves
 // when a statement is slow or times out, and grows back while statements
 // are fast, between a floor and the pass's batch size (as River's
-// maintenance services do). The gentle pace's controller caps it (SetCap,
-// Config.Batch). It is safe for concurrent use.
+// maintenance services do). The gentle pace's controller caps it (a
+// Pacer's Config.Batch). It is safe for concurrent use.
 type Batcher struct {
 	cur       atomic.Int64
 	floor     int64
@@ -41,8 +41,9 @@ func (b *Batcher) Size() int {
 // still times out is not made smaller.
 func (b *Batcher) Floor() int { return int(b.floor) }
 
-// SetCap caps Size at n (0: no cap), but never below the floor.
-func (b *Batcher) SetCap(n int) { b.limit.Store(int64(n)) }
+// setCap caps Size at n (0: no cap), but never below the floor: the
+// Pacer's lever.
+func (b *Batcher) setCap(n int) { b.limit.Store(int64(n)) }
 
 // Observe adjusts the size after a statement that took d.
 func (b *Batcher) Observe(d time.Duration, timedOut bool) {

@@ -16,7 +16,7 @@ func TestBatcher(t *testing.T) {
 		d        time.Duration
 		timedOut bool
 		n        int // statements alike
-		cap      int // SetCap before them (-1: left as it is)
+		cap      int // setCap before them (-1: left as it is)
 		want     int
 	}{
 		{"starts at the ceiling", 0, false, 0, -1, 1000},
@@ -33,7 +33,7 @@ func TestBatcher(t *testing.T) {
 	}
 	for _, s := range steps {
 		if s.cap >= 0 {
-			b.SetCap(s.cap)
+			b.setCap(s.cap)
 		}
 		for range s.n {
 			b.Observe(s.d, s.timedOut)
