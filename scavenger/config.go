@@ -235,7 +235,7 @@ type Pace struct {
 	Mode PaceMode `json:"pace,omitempty"`
 	// TemporalMetrics are Temporal's Prometheus endpoints (matching's,
 	// history's) whose persistence_latency the gentle pace watches as its
-	// best signal (temporalmetrics.go). Default: none.
+	// best signal (internal/pace/temporal.go). Default: none.
 	TemporalMetrics []string `json:"-"`
 	// YieldToLoad is deprecated: it asks for PaceGentle, which is the
 	// default. With Mode PaceFull it is refused.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,6 +199,93 @@ func TestPaceState(t *testing.T) {
 	} {
 		if got := paceState(c.s); got != c.want {
 			t.Errorf("paceState(%+v) = %+v, want %+v", c.s, got, c.want)
+		}
+	}
+}
+
+// TestTemporalMetricsRefused: a metrics endpoint that is no http(s) URL
+// is refused before any pass, without echoing a password it may hold.
+func TestTemporalMetricsRefused(t *testing.T) {
+	if err := (Config{Pace: Pace{TemporalMetrics: []string{"scraper:hunter2@host:9090/metrics"}}}).Validate(); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a metrics endpoint that is no URL: %v, want refused without the password", err)
+	}
+}
+
+// probeStore is a store whose probe counts how often it was opened.
+type probeStore struct {
+	store.Store
+	opened atomic.Int32
+}
+
+func (s *probeStore) OpenProbe(context.Context) (store.Probe, error) {
+	s.opened.Add(1)
+	return nopProbe{}, nil
+}
+
+type nopProbe struct{}
+
+func (nopProbe) Probe(context.Context) error { return nil }
+func (nopProbe) Close() error                { return nil }
+
+// waitTables holds the pass's first statement until ready is closed, or
+// its context ends.
+type waitTables struct {
+	store.Store
+	ready <-chan struct{}
+}
+
+func (s waitTables) Tables(ctx context.Context) ([]store.Table, error) {
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.Tables(ctx)
+}
+
+// TestPaceSignalsWired: a pass opens its store's probe at the gentle pace
+// and not at the full one, and scrapes Config.TemporalMetrics from its
+// start.
+func TestPaceSignalsWired(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "t.db"), sqlstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Write(ctx, db, seed.Spec{Queues: 2, TasksPerQueue: 10, Expired: 1, IdleAge: 72 * time.Hour, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	scraped := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(scraped) })
+		http.Error(w, "no metrics here", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		mode   PaceMode
+		opened int32
+	}{{PaceGentle, 1}, {PaceFull, 0}} {
+		st := &probeStore{Store: db}
+		cfg := Config{Pace: Pace{Mode: c.mode}, Hooks: Hooks{Now: func() time.Time { return now }, Logger: quietLog()}}
+		if c.mode == PaceGentle {
+			// Its first statement waits for the first scrape.
+			cfg.TemporalMetrics = []string{srv.URL + "/metrics"}
+			cfg.Middleware = []store.Middleware{func(next store.Store) store.Store { return waitTables{Store: next, ready: scraped} }}
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Minute) // a guard: a pass that never scrapes fails, not hangs
+		st2, err := New(st, cfg).Run(pctx)
+		cancel()
+		if err != nil || st2.Outcome != Completed {
+			t.Fatalf("%s: %s %v", c.mode, st2.Outcome, err)
+		}
+		if got := st.opened.Load(); got != c.opened {
+			t.Errorf("%s: the probe opened %d times, want %d", c.mode, got, c.opened)
 		}
 	}
 }

@@ -40,15 +40,22 @@ func paceMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, batch *pac
 	return func(next store.Store) store.Store { return &paceStore{next: next, p: p} }, p
 }
 
-// startProbe runs the probe of the pass's store for p (pace.StartProbe)
-// until the returned func is called. A pass started at the full pace
-// opens none (a pace tuned to gentle later does without).
-func (s *Scavenger) startProbe(ctx context.Context, p *pace.Pacer) (wait func()) {
+// startSignals runs the pass's outside signals for p until the returned
+// func is called: the probe of the pass's store (pace.StartProbe; a pass
+// started at the full pace opens none, and a pace tuned to gentle later
+// does without) and Temporal's metrics endpoints of
+// Config.TemporalMetrics (pace.StartTemporalMetrics).
+func (s *Scavenger) startSignals(ctx context.Context, p *pace.Pacer) (wait func()) {
 	cfg := s.Config()
-	if cfg.Mode == PaceFull {
-		return func() {}
+	stopProbe := func() {}
+	if cfg.Mode != PaceFull {
+		stopProbe = pace.StartProbe(ctx, s.st, p, cfg.Logger, s.closing)
 	}
-	return pace.StartProbe(ctx, s.st, p, cfg.Logger, s.closing)
+	stopTemporal := pace.StartTemporalMetrics(ctx, cfg.TemporalMetrics, p, cfg.Logger, s.closing)
+	return func() {
+		stopTemporal()
+		stopProbe()
+	}
 }
 
 // paceStore paces every call through the pass's Pacer. It spells out

@@ -249,11 +249,9 @@ func (s *Scavenger) Run(ctx context.Context) (Stats, error) {
 	if s.cfg.Lock != nil {
 		stopWatch = watchLock(ctx, s.cfg, hard)
 	}
-	stopProbe := s.startProbe(ctx, p.pacer)
-	stopTemporal := startTemporalMetrics(ctx, p.pacer, s.cfg, s.closing)
+	stopSignals := s.startSignals(ctx, p.pacer)
 	err := p.run(ctx)
-	stopTemporal()
-	stopProbe()
+	stopSignals()
 	if err == nil || errors.Is(err, ErrShutdown) {
 		// After a shutdown too: the jobs' statements in flight may finish
 		// (their next ones are refused) until Shutdown's context ends.

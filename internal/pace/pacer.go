@@ -62,7 +62,7 @@ type Pacer struct {
 	rb      rebase
 	kinds   map[kind]*window
 	probe   window
-	signals map[string]*window // outside signals: ObserveSignal
+	signals map[string]*window // outside signals: observeSignal
 	// lastSignal is what the last window measured, lastRatio its median
 	// over its baseline.
 	lastSignal string

@@ -11,7 +11,7 @@ import "time"
 //     commit latency;
 //   - the probe (StartProbe), where the store has one (PostgreSQL,
 //     MySQL): what the cluster's reads feel;
-//   - outside signals (ObserveSignal): Temporal's own persistence latency.
+//   - outside signals (observeSignal): Temporal's own persistence latency.
 
 // observe records a statement of method that returned rows in d, and
 // adjusts the pace at the end of a window. quiet says it was one of a
@@ -62,10 +62,10 @@ func (p *Pacer) observeProbe(d time.Duration) {
 	p.judge("probe", &p.probe, d)
 }
 
-// ObserveSignal records one sample of an outside signal named name: its
+// observeSignal records one sample of an outside signal named name: its
 // baseline is its first window, then follows quiet windows as the others
 // do.
-func (p *Pacer) ObserveSignal(name string, d time.Duration) {
+func (p *Pacer) observeSignal(name string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.full || d <= 0 {

@@ -1,14 +1,19 @@
-package scavenger
+package pace
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/internal/redact"
 )
 
 // temporalText is a scrape of a Temporal service: persistence_latency
@@ -58,11 +63,8 @@ func TestScrapeTemporalMetrics(t *testing.T) {
 	for _, u := range []string{secret + "/metrics", secret + "/fail", "http://scraper:hunter2@127.0.0.1:1/metrics"} {
 		_, _, err := scrape(ctx, srv.Client(), u)
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("%s: %v, want an error without the password", redactURL(u), err)
+			t.Errorf("%s: %v, want an error without the password", redact.URL(u), err)
 		}
-	}
-	if err := (Config{Pace: Pace{TemporalMetrics: []string{"scraper:hunter2@host:9090/metrics"}}}).Validate(); err == nil || strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("a metrics endpoint that is no URL: %v, want refused without the password", err)
 	}
 }
 
@@ -132,43 +134,51 @@ func TestScrapeHugeBody(t *testing.T) {
 	}
 }
 
-// TestPersistenceLatencyLines: the stream parser reads what the
-// Prometheus parser read of the text format, for the series it keeps:
-// labels in any order and escaped, a timestamp, CRLF; a family that is no
-// histogram (a summary, or untyped: its _sum is a family of its own) is
-// not read; a malformed line of a series read is an error.
-func TestPersistenceLatencyLines(t *testing.T) {
-	const typ = "# TYPE persistence_latency histogram\n"
-	for _, c := range []struct {
-		name, text string
-		sum        float64
-		count      uint64
-		found      bool
-		err        string
-	}{
-		{"plain", typ + "persistence_latency_sum{operation=\"GetTasks\"} 1.5\npersistence_latency_count{operation=\"GetTasks\"} 3\n", 1.5, 3, true, ""},
-		{"labels around, escaped, timestamp, CRLF", typ + "persistence_latency_sum{a=\"x\\\"}\\\\\",operation=\"CreateTasks\" , z=\"\\n\"} 2 1700000000000\r\n", 2, 0, true, ""},
-		{"other operation", typ + "persistence_latency_sum{operation=\"ListNamespaces\"} 9\n", 0, 0, false, ""},
-		{"milliseconds", "# TYPE persistence_latency_milliseconds histogram\npersistence_latency_milliseconds_sum{operation=\"GetTasks\"} 1500\n", 1.5, 0, true, ""},
-		{"summary", "# TYPE persistence_latency summary\npersistence_latency_sum{operation=\"GetTasks\"} 1.5\n", 0, 0, false, ""},
-		{"untyped", "persistence_latency_sum{operation=\"GetTasks\"} 1.5\n", 0, 0, false, ""},
-		{"no end of file newline", typ + "persistence_latency_count{operation=\"GetTasks\"} 7", 0, 7, true, ""},
-		{"long other line", typ + "x{y=\"" + strings.Repeat("z", 2*maxScrapeLine) + "\"} 1\npersistence_latency_count{operation=\"GetTasks\"} 7\n", 0, 7, true, ""},
-		{"long line of the series", typ + "persistence_latency_count{operation=\"GetTasks\",y=\"" + strings.Repeat("z", 2*maxScrapeLine) + "\"} 1\n", 0, 0, false, "longer than"},
-		{"bad value", typ + "persistence_latency_count{operation=\"GetTasks\"} many\n", 0, 0, false, "not a value"},
-		{"unclosed label", typ + "persistence_latency_count{operation=\"GetTasks} 1\n", 0, 0, false, "not closed"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			sum, count, found, err := persistenceLatency(strings.NewReader(c.text))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Errorf("err %v, want one saying %q", err, c.err)
-				}
-				return
-			}
-			if err != nil || sum != c.sum || count != c.count || found != c.found {
-				t.Errorf("sum %g count %d found %v (%v), want %g, %d, %v", sum, count, found, err, c.sum, c.count, c.found)
-			}
-		})
+// TestRunTemporalMetrics: the mean latency between two scrapes of the
+// endpoints is one sample of the "temporal" signal; an endpoint whose
+// counters went back (a restarted server) adds nothing that round, and
+// takes nothing from the others'; an endpoint that keeps failing is
+// dropped with a log line that keeps its password out, and the scraping
+// ends once none is left.
+func TestRunTemporalMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	served := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		mu.Lock()
+		served[r.URL.Path]++
+		k := served[r.URL.Path]
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/b" && k == 5: // restarted: its counters start again
+			k = 1
+		case r.URL.Path == "/a" && k == 11:
+			cancel()
+		}
+		// Two operations read, each k × 0.5 s over k × 100 calls: 5ms a
+		// call between any two scrapes.
+		fmt.Fprint(w, temporalText("_seconds", 0.5*float64(k), 100*k))
+	}))
+	defer srv.Close()
+	p := New(Config{Workers: 4, Factor: 2, Logger: quietLog()})
+	runTemporalMetrics(ctx, []string{srv.URL + "/a", srv.URL + "/b"}, p, quietLog(), nil, time.Millisecond)
+	// Rounds 2 to 10 (the fifth of /a alone): nine samples, a window
+	// (the baseline) and one more.
+	if w := p.signals["temporal"]; w == nil || w.baseline != 5*time.Millisecond || len(w.samples) != 1 {
+		t.Fatalf("temporal signal %+v, want a baseline of 5ms and one sample more", w)
 	}
+
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	secret := strings.Replace(srv.URL, "http://", "http://scraper:hunter2@", 1)
+	runTemporalMetrics(context.Background(), []string{secret + "/fail"}, p, log, nil, time.Millisecond)
+	if !strings.Contains(logs.String(), "dropped for the pass") || strings.Contains(logs.String(), "hunter2") {
+		t.Fatalf("log %q, want the endpoint dropped, without its password", logs.String())
+	}
+	StartTemporalMetrics(context.Background(), nil, p, log, nil)() // none: nothing to stop
 }
