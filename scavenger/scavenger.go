@@ -2,9 +2,12 @@
 // walks every task queue, deletes expired tasks, and deletes queues that
 // are empty and idle past a grace period, fenced on their range_id.
 //
-// It owns the policy only. Concurrency comes from package executor, and
-// all I/O goes through the store.Store interface, so the same pass runs on
-// any engine (package sqlstore) or on a test wrapper around one.
+// It owns the policy only. Concurrency comes from package executor; the
+// pace (the gentle pace's controller and its signals, the rate limits, the
+// adaptive batch size) from package internal/pace, which this package
+// wires into every pass (pacestore.go); and every statement goes through
+// the store.Store interface, so the same pass runs on any engine (package
+// sqlstore) or on a test wrapper around one.
 package scavenger
 
 import (
