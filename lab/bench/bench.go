@@ -16,7 +16,11 @@
 //   - raw: the lab's own `raw` (see Raw), which reads every task blob
 //     once and deletes exactly the rows that must go with plain SQL in
 //     large batches: the least work any scavenger must do;
-//   - safe raw: raw with what a scavenger beside a live Temporal must do.
+//   - safe raw: raw with what a scavenger beside a live Temporal must do;
+//   - temporal-peer, when Options.Peer names it: Temporal's own task
+//     queue scavenger, the interop module's cmd/temporal-scavenger
+//     (Temporal 1.32.1's code over its SQL plugins, at its defaults),
+//     on the real clock (see peer.go).
 //
 // With several binaries under test (Options.Binaries), each of the first
 // three passes runs once per binary, one after the other on fresh copies
@@ -170,7 +174,7 @@ func (c Case) passes() []Pass {
 func (c Case) want(p Pass) Rows {
 	left := Rows{Tasks: c.Tasks(), Queues: int64(c.Queues)}
 	stopsAtHead := c.Layout == seed.LiveFirst && c.NoExpiry > 0
-	if stopsAtHead && (p == PassDefault || p == PassTemporal) {
+	if stopsAtHead && (p == PassDefault || p == PassTemporal || p == PassPeer) {
 		return left // Temporal's rule: nothing behind a live head goes
 	}
 	left.Tasks -= c.ExpiredTasks()
@@ -232,6 +236,15 @@ type Options struct {
 	// default pass is gentle since paces, and the raw bounds are the
 	// full pace's yardstick. Default: none.
 	PassFlags []string
+
+	// Peer is the interop module's temporal-scavenger executable: with
+	// it, each case also runs the temporal-peer pass, Temporal's own
+	// scavenger, once. Default: none.
+	Peer string
+	// PeerFlags are added to the peer's command line, e.g.
+	// "--persistence-max-qps 0" to lift the worker's rate limit.
+	// Default: none, Temporal's defaults.
+	PeerFlags []string
 }
 
 // Binary is one tqscavenger executable under test.
@@ -257,6 +270,9 @@ func (o *Options) check() error {
 			return fmt.Errorf("bench: binaries under test need distinct labels (%q)", b.Label)
 		}
 		seen[b.Label] = true
+	}
+	if err := o.checkPeer(); err != nil {
+		return err
 	}
 	if o.Self == "" {
 		exe, err := os.Executable()
@@ -314,6 +330,8 @@ type PassResult struct {
 	Wall time.Duration
 	// Elapsed is the pass's own time as it reported it.
 	Elapsed time.Duration
+	// Peer is what only the peer pass reports; nil for the others.
+	Peer *PeerResult
 	// Deleted is what the pass reported deleting.
 	Deleted Rows
 	// Statements is how many statements the pass issued.
@@ -552,10 +570,10 @@ func (r *runner) runCase(ctx context.Context, srv server, c Case) (cr CaseReport
 		all    []PassResult // every run, for verify
 	)
 	i := 0
-	for _, p := range c.passes() {
+	for _, p := range r.passes(c) {
 		bins := r.o.Binaries
-		if p.raw() {
-			bins = bins[:1] // the lab's own: once
+		if p.raw() || p == PassPeer {
+			bins = bins[:1] // the lab's own and the peer: once
 		}
 		for _, bin := range bins {
 			i++
@@ -610,6 +628,9 @@ func (r *runner) logPass(e sqlstore.Engine, c Case, run int, res PassResult) {
 		r.logf("%s: %v", label, res.Err)
 	case res.TimedOut:
 		r.logf("%s: stopped after %s, having deleted %d tasks and %d queues", label, r.o.PassTimeout, res.Deleted.Tasks, res.Deleted.Queues)
+	case res.Peer != nil:
+		r.logf("%s: %s (its work %s), deleted %d tasks and %d queues, %d persistence calls, peak RSS %.1f MB",
+			label, round(res.Wall), roundFine(res.Peer.Work), res.Deleted.Tasks, res.Deleted.Queues, res.Peer.Calls, mb(res.MaxRSS))
 	default:
 		r.logf("%s: %s, deleted %d tasks and %d queues, %d statements, peak RSS %.1f MB",
 			label, round(res.Wall), res.Deleted.Tasks, res.Deleted.Queues, res.Statements, mb(res.MaxRSS))
@@ -670,6 +691,9 @@ func (r *runner) runPass(ctx context.Context, p Pass, bin Binary, dsn string, no
 	switch p {
 	case PassDefault, PassTemporal, PassPastLiveHead:
 		args = append(args, r.o.PassFlags...)
+	case PassPeer:
+		label = ""
+		args = r.peerArgs(dsn, statsFile)
 	case PassRaw, PassSafeRaw:
 		label = ""
 		args = []string{r.o.Self, "raw", "--db", dsn, "--now", at, "--stats-json", statsFile}
@@ -688,6 +712,16 @@ func (r *runner) runPass(ctx context.Context, p Pass, bin Binary, dsn string, no
 	}
 	res := r.child(ctx, p, args, statsFile, measured)
 	res.Binary = label
+	if p == PassPeer {
+		// Its own fields, from the summary child has read the counts of.
+		peer, err := readPeer(statsFile)
+		switch {
+		case err == nil:
+			res.Peer = peer
+		case res.Err == nil && !res.TimedOut:
+			res.Err = err
+		}
+	}
 	return res
 }
 

@@ -65,7 +65,11 @@ func printTable(w io.Writer, er EngineReport, markdown bool) {
 			if cr.Case.Large && p.Pass == PassDefault {
 				r = perRow(er, &cr, p.Binary)
 			}
-			rows = append(rows, []string{name, size, p.Name(), wall, rate, deleted, thousands(p.Statements),
+			statements := thousands(p.Statements)
+			if p.Peer != nil {
+				statements = thousands(p.Peer.Calls) + " calls"
+			}
+			rows = append(rows, []string{name, size, p.Name(), wall, rate, deleted, statements,
 				fmt.Sprintf("%.1f MB", mb(p.MaxRSS)), r})
 		}
 		if len(cr.Passes) == 0 {
@@ -119,6 +123,62 @@ func ratio(cr *CaseReport, p Pass, bin string) string {
 		return both(f("past-live-head÷raw", PassPastLiveHead, PassRaw), f("÷safe raw", PassPastLiveHead, PassSafeRaw))
 	case PassSafeRaw:
 		return f("safe raw÷raw", PassSafeRaw, PassRaw)
+	case PassPeer:
+		return peerRatio(cr)
+	}
+	return ""
+}
+
+// peerRatio is the peer's comparison: its wall time ÷ each binary's
+// default pass's, and in brackets its work time (to its last persistence
+// call, without Temporal's executor poll) ÷ the same.
+func peerRatio(cr *CaseReport) string {
+	peer := cr.find(PassPeer, "")
+	if peer == nil {
+		return ""
+	}
+	var out []string
+	for _, d := range cr.Passes {
+		if d.Pass != PassDefault || d.Err != nil || d.Wall <= 0 || peer.TimedOut && d.TimedOut {
+			continue
+		}
+		name := "default"
+		if d.Binary != "" {
+			name = d.Binary + " default"
+		}
+		bound := "" // a timed-out pass took longer than its Wall
+		switch {
+		case peer.TimedOut:
+			bound = "> "
+		case d.TimedOut:
+			bound = "< "
+		}
+		r := fmt.Sprintf("peer÷%s %s%.2f", name, bound, peer.Wall.Seconds()/d.Wall.Seconds())
+		if peer.Peer != nil && !peer.TimedOut {
+			r += fmt.Sprintf(" (work %s, ÷ %.2f)", roundFine(peer.Peer.Work), peer.Peer.Work.Seconds()/d.Wall.Seconds())
+		}
+		out = append(out, r)
+	}
+	return strings.Join(out, ", ")
+}
+
+// peerNote says what the peer pass is and how its figures differ from
+// the others', from what its passes reported.
+func peerNote(er EngineReport) string {
+	for _, cr := range er.Cases {
+		for _, p := range cr.Passes {
+			if p.Pass != PassPeer || p.Peer == nil {
+				continue
+			}
+			limit := fmt.Sprintf("at the worker's persistence rate limit of %d calls/s (worker.persistenceMaxQPS, Temporal's default 500)", p.Peer.MaxQPS)
+			if p.Peer.MaxQPS == 0 {
+				limit = "without the worker's persistence rate limit (Temporal's default is 500 calls/s)"
+			}
+			return fmt.Sprintf("temporal-peer is Temporal %s's own task queue scavenger (interop/cmd/temporal-scavenger), %s, on the real clock. "+
+				"Its time includes Temporal's executor poll (the pass checks once a minute that its queued work is done); "+
+				"its work is the time to its last persistence call. Its statements are persistence calls (a page of queues, 16 tasks read or deleted, a queue deleted).",
+				p.Peer.Temporal, limit)
+		}
 	}
 	return ""
 }
@@ -184,6 +244,9 @@ func printNotes(w io.Writer, er EngineReport, markdown bool) {
 	}
 	if len(setup) > 0 {
 		fmt.Fprintf(w, "%ssetup (not measured): %s\n", bullet, strings.Join(setup, "; "))
+	}
+	if note := peerNote(er); note != "" {
+		fmt.Fprintf(w, "%s%s\n", bullet, note)
 	}
 	for _, cr := range er.Cases {
 		for _, ws := range cr.Warnings {
