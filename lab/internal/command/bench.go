@@ -3,7 +3,9 @@ package command
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +58,8 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&passFlagsText, "pass-flags", "", "flags of the binary's \"What to delete\" and \"Pace and safety\" added to every pass of the binary under test (not --live-load's), e.g. '--pace full': the default pass is gentle, the raw bounds are the full pace's yardstick")
 	fs.BoolVar(&markdown, "markdown", false, "print the tables as Markdown")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&o.Peer, "peer", "", "the interop module's temporal-scavenger executable (cd interop && go build ./cmd/temporal-scavenger): each case also runs the temporal-peer pass, Temporal 1.32.1's own task queue scavenger, at Temporal's defaults (not --live-load)")
+	peerFlags := fs.String("peer-flags", "", "flags added to the peer's command line, e.g. '--persistence-max-qps 0' to lift the worker's rate limit of 500 calls/s")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -83,6 +87,9 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 			}
 			o.Cases = append(o.Cases, c)
 		}
+	}
+	if err := peerOptions(&o, *peerFlags, live); err != nil {
+		return err
 	}
 	if live {
 		if lo.MinDuration <= 0 || lo.MinSamples <= 0 || lo.Conns <= 0 || lo.Rate < 0 || lo.CapacityFor <= 0 {
@@ -166,4 +173,38 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		return usageError{err}
 	}
 	return err
+}
+
+// peerOptions checks --peer and --peer-flags into o: the peer must be an
+// executable file, and its flags must leave alone what each pass sets.
+func peerOptions(o *bench.Options, flags string, live bool) error {
+	if o.Peer == "" {
+		if flags != "" {
+			return usagef("--peer-flags without --peer")
+		}
+		return nil
+	}
+	if live {
+		return usagef("--peer runs in the idle-database comparison, not with --live-load")
+	}
+	abs, err := filepath.Abs(o.Peer)
+	if err != nil {
+		return usagef("--peer: %v", err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return usagef("--peer: %v", err)
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return usagef("--peer %s: not an executable file", o.Peer)
+	}
+	o.Peer = abs
+	o.PeerFlags = strings.Fields(flags)
+	for _, f := range o.PeerFlags {
+		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if strings.HasPrefix(f, "-") && slices.Contains([]string{"db", "stats-json", "log-level"}, name) {
+			return usagef("--peer-flags: %s is the lab's to set", f)
+		}
+	}
+	return nil
 }
