@@ -1,0 +1,543 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tqscavenger/tqscavenger/internal/testdb"
+	"github.com/tqscavenger/tqscavenger/sqlstore"
+)
+
+// The cost tests run "the pass" as a helper process (this test binary,
+// TestCostHelper), so that its sessions are told from the test's own by
+// their processes as the lab tells a pass's.
+
+// costHelperVar makes TestCostHelper act: its value is the mode.
+const costHelperVar = "TQS_COST_HELPER"
+
+// TestCostHelper is the helper process of the cost tests: with
+// TQS_COST_HELPER=lock it locks row 1 of TQS_COST_TABLE (SQLite: takes the
+// write lock), says "ready" and holds it until its standard input ends;
+// with cpu it connects, says "ready", runs TQS_COST_QUERY when a line
+// comes, says "done" and waits for its input to end.
+func TestCostHelper(t *testing.T) {
+	mode := os.Getenv(costHelperVar)
+	if mode == "" {
+		t.Skip("the cost tests' helper process: they run it")
+	}
+	if err := costHelper(mode, os.Getenv("TQS_COST_DSN"), os.Getenv("TQS_COST_TABLE"), os.Getenv("TQS_COST_QUERY")); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func costHelper(mode, dsn, table, query string) error {
+	ctx := context.Background()
+	db, engine, err := openSQL(ctx, dsn, sqlstore.Options{MaxConns: 1})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	in := bufio.NewReader(os.Stdin)
+	switch mode {
+	case "lock":
+		lock := "SELECT v FROM " + table + " WHERE id = 1 FOR UPDATE"
+		begin := "BEGIN"
+		if engine == sqlstore.SQLite {
+			begin, lock = "BEGIN IMMEDIATE", "UPDATE "+table+" SET v = v + 1 WHERE id = 1"
+		}
+		if _, err := conn.ExecContext(ctx, begin); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, lock); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		io.Copy(io.Discard, in)
+		_, err = conn.ExecContext(ctx, "COMMIT")
+		return err
+	case "cpu":
+		fmt.Println("ready")
+		if _, err := in.ReadString('\n'); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, query); err != nil {
+			return err
+		}
+		fmt.Println("done")
+		io.Copy(io.Discard, in)
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q", mode)
+}
+
+// helperProc is a running helper process.
+type helperProc struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// startHelper starts a helper process in mode on dsn and waits for its
+// "ready". It is ended when the test ends.
+func startHelper(t *testing.T, mode, dsn, table, query string) *helperProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCostHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), costHelperVar+"="+mode, "TQS_COST_DSN="+dsn, "TQS_COST_TABLE="+table, "TQS_COST_QUERY="+query)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helperProc{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() { h.end(t) })
+	h.expect(t, "ready")
+	return h
+}
+
+// expect waits for the helper to say word.
+func (h *helperProc) expect(t *testing.T, word string) {
+	t.Helper()
+	for {
+		line, err := h.out.ReadString('\n')
+		if strings.TrimSpace(line) == word {
+			return
+		}
+		if err != nil {
+			t.Fatalf("helper ended before %q: %v", word, err)
+		}
+	}
+}
+
+// end closes the helper's input, which releases what it holds, and waits
+// for it to exit.
+func (h *helperProc) end(t *testing.T) {
+	if h.in == nil {
+		return
+	}
+	h.in.Close()
+	h.in = nil
+	io.Copy(io.Discard, h.out)
+	if err := h.cmd.Wait(); err != nil {
+		t.Errorf("helper: %v", err)
+	}
+}
+
+// stopCost stops s, checking that it stops within a second and leaves no
+// goroutine behind.
+func stopCost(t *testing.T, s *costSampler) Cost {
+	t.Helper()
+	start := time.Now()
+	c, err := s.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("stop took %s, want at most 1s", d)
+	}
+	buf := make([]byte, 1<<20)
+	if st := string(buf[:runtime.Stack(buf, true)]); strings.Contains(st, "(*costSampler).run") {
+		t.Errorf("a sampler's goroutine is left after stop:\n%s", st)
+	}
+	if _, err := s.stop(); err == nil {
+		t.Errorf("a second stop: no error")
+	}
+	t.Logf("cost: %s", describeCost(c))
+	return c
+}
+
+// describeCost prints c's figures, for the test log.
+func describeCost(c Cost) string {
+	f := func(name string, p *float64) string {
+		if p == nil {
+			return name + " unavailable (" + c.Why[name] + ")"
+		}
+		return fmt.Sprintf("%s %.3f", name, *p)
+	}
+	wal := "WALBytes unavailable (" + c.Why["WALBytes"] + ")"
+	if c.WALBytes != nil {
+		wal = fmt.Sprintf("WALBytes %d", *c.WALBytes)
+	}
+	return fmt.Sprintf("span %s, %d samples (%d failed); %s (%d sessions), %s, %s, %s (%d sessions), %s, %s",
+		c.Span.Round(time.Millisecond), c.Samples, c.FailedSamples, f("PassCPU", c.PassCPU), c.PassSessions, f("ServerCPU", c.ServerCPU), wal,
+		f("BlockedSeconds", c.BlockedSeconds), c.BlockedSessions, f("PassBlockedSeconds", c.PassBlockedSeconds), f("WriteLockSeconds", c.WriteLockSeconds))
+}
+
+// waitTicks waits for s to take n more ticks.
+func waitTicks(t *testing.T, s *costSampler, n int64) {
+	t.Helper()
+	want := s.ticks.Load() + n
+	waitFor(t, fmt.Sprintf("%d ticks", n), func() bool { return s.ticks.Load() >= want })
+}
+
+// waitFor waits for cond, for 10 s at most.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// costServer returns a fresh database on engine e's test server and a
+// pool on it; it skips without the server's variable.
+func costServer(t *testing.T, e sqlstore.Engine) (string, *sql.DB) {
+	t.Helper()
+	dsn := testdb.Empty(t, e)
+	db, _, err := openSQL(context.Background(), dsn, sqlstore.Options{MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dsn, db
+}
+
+// costTable creates a table of two rows, ids 1 and 2.
+func costTable(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	for _, q := range []string{"CREATE TABLE cost_rows (id INT PRIMARY KEY, v INT NOT NULL)", "INSERT INTO cost_rows VALUES (1, 0), (2, 0)"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return "cost_rows"
+}
+
+// blockedUpdate updates row id of table on a connection of its own,
+// which the caller then sees wait; the update's error comes on the
+// channel.
+func blockedUpdate(t *testing.T, db *sql.DB, table string, id int) <-chan error {
+	t.Helper()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.ExecContext(context.Background(), fmt.Sprintf("UPDATE %s SET v = v + 1 WHERE id = %d", table, id))
+		done <- err
+	}()
+	return done
+}
+
+// TestCostBlocked: a session waiting on the pass's row lock counts as
+// blocked, one waiting on another's does not.
+func TestCostBlocked(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []sqlstore.Engine{sqlstore.Postgres, sqlstore.MySQL} {
+		t.Run(string(e), func(t *testing.T) {
+			dsn, db := costServer(t, e)
+			table := costTable(t, db)
+			pass := startHelper(t, "lock", dsn, table, "")
+			ctx := context.Background()
+			// The pass's processes by their executable (for PostgreSQL)
+			// and by pid (for MariaDB).
+			id := passIdent{Exe: exe}
+			if e == sqlstore.MySQL {
+				id = passIdent{Pids: []int{pass.cmd.Process.Pid}}
+			}
+			s, err := startCost(ctx, e, dsn, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Row 2 is held by a session of the test's own: not the pass.
+			other, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Rollback()
+			if _, err := other.Exec("UPDATE " + table + " SET v = v + 1 WHERE id = 2"); err != nil {
+				t.Fatal(err)
+			}
+			done1 := blockedUpdate(t, db, table, 1)
+			done2 := blockedUpdate(t, db, table, 2)
+			// The sampler's own look at the lock waits says when both wait.
+			waitFor(t, "the sampler to see both updates wait", func() bool { return s.waiting.Load() == 2 })
+			pass.end(t)
+			if err := <-done1; err != nil {
+				t.Fatal(err)
+			}
+			c := stopCost(t, s)
+			if err := other.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done2; err != nil {
+				t.Fatal(err)
+			}
+			if c.BlockedSeconds == nil || *c.BlockedSeconds < c.BlockedInterval.Seconds() {
+				t.Errorf("blocked %s, want at least one look's (%s)", describeCost(c), c.BlockedInterval)
+			}
+			if c.BlockedSessions != 1 || c.PassSessions != 1 {
+				t.Errorf("%d sessions blocked by %d of the pass's, want 1 and 1", c.BlockedSessions, c.PassSessions)
+			}
+			if c.BlockedSeconds != nil && *c.BlockedSeconds > c.Span.Seconds() {
+				t.Errorf("blocked %.3fs in a span of %s: one session's sampled wait cannot exceed the span", *c.BlockedSeconds, c.Span)
+			}
+			if c.PassBlockedSeconds == nil || *c.PassBlockedSeconds != 0 {
+				t.Errorf("the pass waited: %s", describeCost(c))
+			}
+		})
+	}
+}
+
+// TestCostCPU: the pass's busy statement counts in PassCPU, another
+// session's does not.
+func TestCostCPU(t *testing.T) {
+	for _, c := range []struct {
+		e    sqlstore.Engine
+		busy string
+	}{
+		{sqlstore.Postgres, "SELECT count(*) FROM generate_series(1, 2000000)"},
+		{sqlstore.MySQL, "SELECT BENCHMARK(1000000, MD5('tqscavenger'))"},
+	} {
+		t.Run(string(c.e), func(t *testing.T) {
+			dsn, db := costServer(t, c.e)
+			ctx := context.Background()
+			pass := startHelper(t, "cpu", dsn, "", c.busy)
+			s, err := startCost(ctx, c.e, dsn, passIdent{Pids: []int{pass.cmd.Process.Pid}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitTicks(t, s, 2) // the pass's session seen before it works
+			// The test's own busy statement, then the pass's.
+			if _, err := db.ExecContext(ctx, c.busy); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if _, err := io.WriteString(pass.in, "go\n"); err != nil {
+				t.Fatal(err)
+			}
+			pass.expect(t, "done")
+			wall := time.Since(start)
+			cost := stopCost(t, s)
+			if cost.PassCPU == nil || *cost.PassCPU < 0.05 {
+				t.Fatalf("pass CPU %s, want at least 0.05s for %q", describeCost(cost), c.busy)
+			}
+			// One backend or thread runs no faster than the wall clock:
+			// the test's own statement, as long, would break this.
+			if *cost.PassCPU > wall.Seconds()+0.05 {
+				t.Errorf("pass CPU %.3fs in %s of the pass's statement: another session's counted", *cost.PassCPU, wall)
+			}
+			if cost.ServerCPU == nil || *cost.ServerCPU < *cost.PassCPU-0.02 {
+				t.Errorf("server CPU %s, want at least the pass's", describeCost(cost))
+			}
+			if cost.PassSessions != 1 {
+				t.Errorf("%d pass sessions, want 1", cost.PassSessions)
+			}
+		})
+	}
+}
+
+// TestCostAppName: PostgreSQL sessions of the pass's application_name are
+// the pass's, whatever process they come from, and sqlstore's DSN passes
+// the name on.
+func TestCostAppName(t *testing.T) {
+	dsn, _ := costServer(t, sqlstore.Postgres)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", "tqs-cost-test")
+	u.RawQuery = q.Encode()
+	ctx := context.Background()
+	s, err := startCost(ctx, sqlstore.Postgres, dsn, passIdent{AppName: "tqs-cost-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, _, err := openSQL(ctx, u.String(), sqlstore.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pass.Close()
+	if _, err := pass.ExecContext(ctx, "SELECT count(*) FROM generate_series(1, 2000000)"); err != nil {
+		t.Fatal(err)
+	}
+	c := stopCost(t, s)
+	if c.PassSessions != 1 || c.PassCPU == nil || *c.PassCPU < 0.02 {
+		t.Errorf("pass by application_name: %s, want 1 session and some CPU", describeCost(c))
+	}
+}
+
+// TestCostWAL: a burst of writes shows in the log written.
+func TestCostWAL(t *testing.T) {
+	for _, e := range []sqlstore.Engine{sqlstore.Postgres, sqlstore.MySQL} {
+		t.Run(string(e), func(t *testing.T) {
+			dsn, db := costServer(t, e)
+			ctx := context.Background()
+			if _, err := db.Exec("CREATE TABLE cost_wal (id INT PRIMARY KEY, b VARCHAR(1100) NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			s, err := startCost(ctx, e, dsn, passIdent{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const rows, size = 2000, 1000
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range rows {
+				if _, err := tx.Exec(fmt.Sprintf("INSERT INTO cost_wal VALUES (%d, '%s')", i, strings.Repeat(string(rune('a'+i%26)), size))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			c := stopCost(t, s)
+			if c.WALBytes == nil || *c.WALBytes < rows*size {
+				t.Errorf("log written: %s, want at least the %d bytes inserted", describeCost(c), rows*size)
+			}
+			if c.PassSessions != 0 || c.PassCPU == nil || *c.PassCPU != 0 {
+				t.Errorf("no pass named, yet: %s", describeCost(c))
+			}
+		})
+	}
+}
+
+// TestCostSQLiteWriteLock: the time the pass holds the write lock counts,
+// in WAL and rollback-journal mode; the test's own does not.
+func TestCostSQLiteWriteLock(t *testing.T) {
+	for _, journal := range []string{"wal", "delete"} {
+		t.Run(journal, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := "sqlite:" + t.TempDir() + "/cost.db"
+			db, _, err := openSQL(ctx, dsn, sqlstore.Options{Create: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			table := costTable(t, db)
+			if journal != "wal" {
+				var mode string
+				if err := db.QueryRow("PRAGMA journal_mode = " + journal).Scan(&mode); err != nil || mode != journal {
+					t.Fatalf("journal mode %q: %v", mode, err)
+				}
+			}
+			s, err := startCost(ctx, sqlstore.SQLite, dsn, passIdent{Exe: os.Args[0]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The test's own write lock first: not the pass's.
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 2"); err != nil {
+				t.Fatal(err)
+			}
+			waitTicks(t, s, 20)
+			if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+			conn.Close()
+			pass := startHelper(t, "lock", dsn, table, "")
+			waitTicks(t, s, 20)
+			pass.end(t)
+			waitTicks(t, s, 5)
+			c := stopCost(t, s)
+			share, ok := c.WriteLockShare()
+			if !ok || *c.WriteLockSeconds < 15*sqliteInterval.Seconds() || share >= 1 {
+				t.Errorf("write lock: %s (share %.2f), want at least 15 ticks' (%s) and less than the span", describeCost(c), share, 15*sqliteInterval)
+			}
+		})
+	}
+}
+
+// TestCostUnavailable: a figure that cannot be measured is nil with a
+// reason, and the sampler still starts and stops; a DSN of another
+// engine is refused.
+func TestCostUnavailable(t *testing.T) {
+	ctx := context.Background()
+	// Nothing listens on port 1.
+	s, err := startCost(ctx, sqlstore.Postgres, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=1", passIdent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := stopCost(t, s)
+	for _, f := range []string{"PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds"} {
+		if c.Why[f] == "" {
+			t.Errorf("%s: no reason given", f)
+		}
+	}
+	if c.PassCPU != nil || c.ServerCPU != nil || c.WALBytes != nil || c.BlockedSeconds != nil || c.PassBlockedSeconds != nil {
+		t.Errorf("an unreachable server measured: %s", describeCost(c))
+	}
+	s, err = startCost(ctx, sqlstore.SQLite, "sqlite:"+t.TempDir()+"/none.db", passIdent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := stopCost(t, s); c.WriteLockSeconds != nil || c.Why["WriteLockSeconds"] == "" {
+		t.Errorf("a missing SQLite file measured: %s", describeCost(c))
+	}
+	if _, err := startCost(ctx, sqlstore.MySQL, "sqlite:x.db", passIdent{}); err == nil {
+		t.Errorf("a SQLite DSN for MySQL: no error")
+	}
+}
+
+// TestParseCostProc: /proc's lines as the sampler reads them.
+func TestParseCostProc(t *testing.T) {
+	st, err := parseProcStat([]byte("2285 (postgres: a) b) S 1 2285 2285 0 -1 4194304 5952 121343 0 6 2 10 208 188 20 0 1 0 5292 222543872 7596"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (procStat{comm: "postgres: a) b", ppid: 1, utime: 2, stime: 10, cutime: 208, cstime: 188, start: 5292}) {
+		t.Errorf("stat: %+v", st)
+	}
+	if _, err := parseProcStat([]byte("12 (x) S 1")); err == nil {
+		t.Errorf("a short stat line: no error")
+	}
+	locks := parseLocks([]byte("1: POSIX  ADVISORY  WRITE 3884 fe:00:778394 120 120\n" +
+		"1: -> POSIX  ADVISORY  WRITE 77 fe:00:778394 120 120\n" +
+		"2: OFDLCK ADVISORY  READ  -1 00:14:5 0 EOF\n" +
+		"3: POSIX  ADVISORY  READ  12 08:01:9 1073741826 EOF\n"))
+	want := []posixLock{
+		{pid: 3884, write: true, dev: "fe:00", ino: 778394, start: 120, end: 120},
+		{pid: 12, dev: "08:01", ino: 9, start: 1073741826, end: -1},
+	}
+	if fmt.Sprint(locks) != fmt.Sprint(want) {
+		t.Errorf("locks: %+v, want %+v", locks, want)
+	}
+	if !want[1].covers(1<<40) || want[0].covers(121) || !want[0].covers(120) {
+		t.Errorf("covers is wrong")
+	}
+	for host, port := range map[string]int{"127.0.0.1:45678": 45678, "localhost": -1, "::1:3306": 3306, "h:x": -1} {
+		if got := hostPort(host); got != port {
+			t.Errorf("hostPort(%q) = %d, want %d", host, got, port)
+		}
+	}
+}
