@@ -11,7 +11,7 @@ import (
 // a delete of unknown size is charged its real row count afterwards, and
 // the average rate holds whatever the batch sizes. Its rate may change
 // while callers wait (SetRate); a rate of 0 or less is no limit. A nil
-// Limiter never waits.
+// Limiter's Wait and Charge do nothing.
 type Limiter struct {
 	now func() time.Time
 
