@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -338,6 +339,9 @@ type PassResult struct {
 	Statements int64
 	// MaxRSS is the child's peak resident set, in bytes.
 	MaxRSS int64
+	// CPUs is what the child may run on (Cpus_allowed_list), as read
+	// when it started; "" where unknown.
+	CPUs string
 	// Left is what the copy held after the pass; TaskIDSum sums its
 	// task ids, to tell apart copies with the same counts.
 	Left      Rows
@@ -710,7 +714,7 @@ func (r *runner) runPass(ctx context.Context, p Pass, bin Binary, dsn string, no
 			args = append(args, "--batch-size", fmt.Sprint(r.o.RawBatchSize))
 		}
 	}
-	res := r.child(ctx, p, args, statsFile, measured)
+	res := r.child(ctx, p, args, statsFile, measured, nil)
 	res.Binary = label
 	if p == PassPeer {
 		// Its own fields, from the summary child has read the counts of.
@@ -794,10 +798,10 @@ func countRows(ctx context.Context, dsn string) (Rows, int64, error) {
 }
 
 // child runs one measured pass, args (the executable and its arguments),
-// as a child process and reads the
-// counts it wrote to statsFile. A pass stopped at Options.PassTimeout is
-// reported as timed out with what it did by then.
-func (r *runner) child(ctx context.Context, p Pass, args []string, statsFile, measured string) PassResult {
+// as a child process, pinned by pin if not nil (see runChild), and reads
+// the counts it wrote to statsFile. A pass stopped at Options.PassTimeout
+// is reported as timed out with what it did by then.
+func (r *runner) child(ctx context.Context, p Pass, args []string, statsFile, measured string, pin func(*exec.Cmd)) PassResult {
 	pctx := ctx
 	if r.o.PassTimeout > 0 {
 		var cancel context.CancelFunc
@@ -805,8 +809,8 @@ func (r *runner) child(ctx context.Context, p Pass, args []string, statsFile, me
 		defer cancel()
 	}
 	res := PassResult{Pass: p}
-	ch, err := runChild(pctx, r.o.Self, args, r.o.Env, measured)
-	res.Wall, res.MaxRSS = ch.wall, ch.maxRSS
+	ch, err := runChild(pctx, r.o.Self, args, r.o.Env, measured, pin)
+	res.Wall, res.MaxRSS, res.CPUs = ch.wall, ch.maxRSS, ch.cpus
 	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
 		// Stopped at the timeout: what it did by then is still worth
 		// showing; the copy's state is not checked.

@@ -23,8 +23,16 @@ import (
 // benchmark can run its passes without building either.
 const childVar = "TQS_BENCH_TEST_CHILD"
 
+// cpusVar names a directory where each child of the benchmark's (measure,
+// and the pass it runs) writes what the kernel lets its threads run on:
+// the production topology's test reads them (liveprod_test.go).
+const cpusVar = "TQS_BENCH_TEST_CPUS_DIR"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childVar) == "1" {
+		if dir := os.Getenv(cpusVar); dir != "" && len(os.Args) > 1 {
+			writeChildCPUs(dir, os.Args[1])
+		}
 		if len(os.Args) > 1 && (os.Args[1] == "measure" || os.Args[1] == "raw") {
 			os.Exit(command.Main(os.Args[1:], os.Stdout, os.Stderr))
 		}
@@ -213,7 +221,7 @@ func TestLiveLoadSmoke(t *testing.T) {
 	// the pass timeout, with their samples kept.
 	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.SQLite}, Scale: 100, Binaries: []bench.Binary{{Path: exe}}, Self: exe, PassTimeout: 10 * time.Second,
 		Env: append(os.Environ(), childVar+"=1"), Dir: t.TempDir(), Log: logWriter{t}}
-	lo := bench.LiveOptions{MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, Queues: 8, CapacityFor: 500 * time.Millisecond}
+	lo := bench.LiveOptions{MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, Queues: 8, CapacityFor: 500 * time.Millisecond, Topology: bench.TopologyShared}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rep, err := bench.RunLive(ctx, o, lo)
@@ -246,6 +254,9 @@ func TestLiveLoadSmoke(t *testing.T) {
 	if !strings.Contains(out.String(), "p99 ÷ no pass") {
 		t.Error("table without the p99 ratio")
 	}
+	if !strings.Contains(out.String(), "shared topology (nothing pinned)") || !strings.Contains(out.String(), "topology: shared") {
+		t.Error("the table does not say it is the shared topology")
+	}
 }
 
 // TestLiveLoadPgbench runs the live-load benchmark with the pgbench
@@ -268,7 +279,7 @@ func TestLiveLoadPgbench(t *testing.T) {
 	}
 	o := bench.Options{Engines: []sqlstore.Engine{sqlstore.Postgres}, Postgres: dsn, Scale: 100, Binaries: []bench.Binary{{Path: exe}}, Self: exe, PassTimeout: time.Minute,
 		Env: append(os.Environ(), childVar+"=1"), Dir: t.TempDir(), Log: logWriter{t}}
-	lo := bench.LiveOptions{Workload: bench.WorkloadPgbench, MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, CapacityFor: time.Second, // 64 queues, as by default
+	lo := bench.LiveOptions{Topology: bench.TopologyShared, Workload: bench.WorkloadPgbench, MinSamples: 100, MinDuration: time.Second, MaxRounds: 2, CapacityFor: time.Second, // 64 queues, as by default
 		Phases: []bench.LivePhase{bench.LiveNone, bench.LiveDefault, bench.LiveFull}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

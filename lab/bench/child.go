@@ -19,15 +19,19 @@ import (
 // child is what one child process measured.
 type child struct {
 	wall   time.Duration
-	maxRSS int64 // bytes
+	maxRSS int64  // bytes
+	cpus   string // Cpus_allowed_list, "" where unknown
 }
 
 // Measurement is what Measure writes: the wall time, peak RSS and exit
-// status of one command.
+// status of one command, and the CPUs it could run on.
 type Measurement struct {
 	WallSeconds float64 `json:"wall_seconds"`
 	MaxRSSBytes int64   `json:"max_rss_bytes"`
 	ExitCode    int     `json:"exit_code"`
+	// CPUs is the Cpus_allowed_list of the command's threads, read from
+	// /proc as it started (as processCPUs gives it); "" where unknown.
+	CPUs string `json:"cpus_allowed_list,omitempty"`
 }
 
 // Measure runs argv with this process's environment and standard output
@@ -53,8 +57,15 @@ func Measure(ctx context.Context, result string, argv []string, stdout, stderr i
 	cmd.WaitDelay = 10 * time.Second
 	dieWithParent(cmd)
 	start := time.Now()
-	err := cmd.Run()
-	m := Measurement{WallSeconds: time.Since(start).Seconds(), ExitCode: -1}
+	err := cmd.Start()
+	var cpus string
+	if err == nil {
+		// Start returns once the command runs: what the kernel lets it
+		// run on is its own, not what was asked for it.
+		cpus, _ = processCPUs(cmd.Process.Pid)
+		err = cmd.Wait()
+	}
+	m := Measurement{WallSeconds: time.Since(start).Seconds(), ExitCode: -1, CPUs: cpus}
 	if cmd.ProcessState != nil {
 		m.MaxRSSBytes = maxRSS(cmd.ProcessState)
 		m.ExitCode = cmd.ProcessState.ExitCode()
@@ -89,9 +100,11 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 
 // runChild runs argv (an executable and its arguments) through `self
 // measure` (see Measure), self being the lab's own executable, and
-// returns what it measured. Any exit status but 0 is a failure: 3
-// (complete, but some rows were unreadable) cannot happen on seeded rows.
-func runChild(ctx context.Context, self string, argv, env []string, result string) (child, error) {
+// returns what it measured. pin, if not nil, pins the measure process
+// (and so the command) to CPUs (see pinning.command). Any exit status
+// but 0 is a failure: 3 (complete, but some rows were unreadable)
+// cannot happen on seeded rows.
+func runChild(ctx context.Context, self string, argv, env []string, result string, pin func(*exec.Cmd)) (child, error) {
 	os.Remove(result)
 	defer os.Remove(result)
 	cmd := exec.CommandContext(ctx, self, append([]string{"measure", "--result", result, "--"}, argv...)...)
@@ -101,13 +114,16 @@ func runChild(ctx context.Context, self string, argv, env []string, result strin
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
 	dieWithParent(cmd)
+	if pin != nil {
+		pin(cmd)
+	}
 	err := cmd.Run()
 	var c child
 	b, rerr := os.ReadFile(result)
 	if rerr == nil {
 		var m Measurement
 		if rerr = json.Unmarshal(b, &m); rerr == nil {
-			c = child{wall: time.Duration(m.WallSeconds * float64(time.Second)), maxRSS: m.MaxRSSBytes}
+			c = child{wall: time.Duration(m.WallSeconds * float64(time.Second)), maxRSS: m.MaxRSSBytes, cpus: m.CPUs}
 		}
 	}
 	if err == nil && rerr != nil {

@@ -36,6 +36,12 @@ import (
 // The rate limits are set from the first default pass of the run: a
 // quarter of its rows per second and of its statements per second, so
 // that each limit binds.
+//
+// Where it all runs is LiveOptions.Topology (topology.go): by default the
+// production topology, the lab's own server and the workload on one CPU
+// and each pass on another, as when tqscavenger runs in a pod of its own;
+// or the shared topology, the given servers, the workload and the passes
+// on every CPU of the machine.
 
 // LivePhase names what runs beside the workload.
 type LivePhase string
@@ -105,6 +111,14 @@ type LiveOptions struct {
 	// "--task-batch-size 100 --pace full"), run after the others as
 	// phase "extra 1", "extra 2", …
 	Extra [][]string
+	// Topology is where the processes run (topology.go). Default
+	// TopologyProduction, which starts servers of its own and so takes no
+	// Options.Postgres or Options.MySQL.
+	Topology Topology
+
+	// onRound, if set, is called with each round's target at the start
+	// of its window (tests: to read the server's CPUs while it runs).
+	onRound func(roundTarget)
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -138,6 +152,9 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	if o.Pgbench == "" {
 		o.Pgbench = "pgbench"
 	}
+	if o.Topology == "" {
+		o.Topology = TopologyProduction
+	}
 	return o
 }
 
@@ -155,6 +172,9 @@ func (o LiveOptions) check() error {
 		}
 	default:
 		return fmt.Errorf("bench: unknown workload %q: use %s or %s", o.Workload, WorkloadLab, WorkloadPgbench)
+	}
+	if !slices.Contains(Topologies(), o.Topology) {
+		return fmt.Errorf("bench: unknown topology %q: use %s or %s", o.Topology, TopologyProduction, TopologyShared)
 	}
 	return nil
 }
@@ -204,7 +224,11 @@ type LiveEngine struct {
 	Reps [][]LiveFigure
 	// Load is /proc/loadavg at the start of each repetition.
 	Load []string
-	// Warnings say where a copy did not end as it should.
+	// Server is the database side: the topology, the server, and where
+	// each process ran.
+	Server LiveServer
+	// Warnings say where a copy did not end as it should, or a process
+	// was not pinned where the topology puts it.
 	Warnings []string
 	Err      error
 }
@@ -246,6 +270,21 @@ func RunLive(ctx context.Context, o Options, lo LiveOptions) (*LiveReport, error
 	if len(o.Engines) == 0 {
 		o.Engines = []sqlstore.Engine{sqlstore.SQLite, sqlstore.Postgres, sqlstore.MySQL}
 	}
+	lo = lo.withDefaults()
+	if err := lo.check(); err != nil {
+		return nil, err
+	}
+	var pin *pinning
+	if lo.Topology == TopologyProduction {
+		if (o.Postgres != "" && slices.Contains(o.Engines, sqlstore.Postgres)) || (o.MySQL != "" && slices.Contains(o.Engines, sqlstore.MySQL)) {
+			return nil, errors.New("bench: the production topology starts servers of its own: a server's DSN is for the shared topology")
+		}
+		p, err := choosePinning()
+		if err != nil {
+			return nil, err
+		}
+		pin = &p
+	}
 	if o.Postgres == "" {
 		o.Postgres = DefaultPostgres
 	}
@@ -258,10 +297,6 @@ func RunLive(ctx context.Context, o Options, lo LiveOptions) (*LiveReport, error
 	}
 	if o.Log == nil {
 		o.Log = nopWriter{}
-	}
-	lo = lo.withDefaults()
-	if err := lo.check(); err != nil {
-		return nil, err
 	}
 	if lo.Workload == WorkloadPgbench {
 		path, err := checkPgbench(o.Engines, lo.Pgbench)
@@ -286,7 +321,7 @@ func RunLive(ctx context.Context, o Options, lo LiveOptions) (*LiveReport, error
 	rep := &LiveReport{Scale: o.Scale, Repeat: o.Repeat, Options: lo}
 	var errs []error
 	for _, e := range o.Engines {
-		le := r.live(ctx, e, cases[0], lo)
+		le := r.live(ctx, e, cases[0], lo, pin)
 		rep.Engines = append(rep.Engines, le)
 		if le.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e, le.Err))
@@ -311,14 +346,21 @@ func loadAvg() string {
 	return strings.TrimSpace(string(b))
 }
 
-func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOptions) (le LiveEngine) {
+func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOptions, pin *pinning) (le LiveEngine) {
 	le = LiveEngine{Engine: e, Case: c}
-	srv, err := newServer(ctx, e, r.o)
+	srv, side, err := r.openLiveSide(ctx, e, pin)
 	if err != nil {
 		le.Err = err
 		return le
 	}
+	// Last: the copies are dropped (deferred below) before the server
+	// stops.
+	defer side.close(r)
 	defer srv.close()
+	defer func() {
+		le.Server = side.info
+		le.Warnings = append(le.Warnings, side.warnings...)
+	}()
 	base := "tqs_bench_" + r.id + "_live"
 	seedName := base + "_seed"
 	now := time.Now().UTC().Truncate(time.Second)
@@ -335,10 +377,18 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 		le.Err = fmt.Errorf("seed: %w", err)
 		return le
 	}
-	lr := &liveRun{r: r, srv: srv, c: c, lo: lo, seed: seedName, copyName: base + "_copy", now: now}
+	lr := &liveRun{r: r, srv: srv, side: side, c: c, lo: lo, seed: seedName, copyName: base + "_copy", now: now}
 	if e == sqlstore.SQLite {
 		lr.lo.Conns = 1
 	}
+	// From here on the workload runs: in the production topology on the
+	// database's CPU, the lab's own process with it.
+	unpin, err := side.pinWorkload(r)
+	if err != nil {
+		le.Err = err
+		return le
+	}
+	defer unpin()
 	// Capacity: closed loop on a copy, no pass.
 	le.Capacity, err = lr.capacity(ctx, lo.Conns)
 	if err != nil {
@@ -407,6 +457,7 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 type liveRun struct {
 	r              *runner
 	srv            server
+	side           *liveSide
 	c              Case
 	lo             LiveOptions
 	seed, copyName string
@@ -460,13 +511,16 @@ type liveLoad interface {
 	// rows is what the workload's queues hold by its own ledger, after
 	// stop: every row it wrote that a pass must keep.
 	rows() Rows
+	// pid is the process of the workload's client: the lab's own, or
+	// pgbench's while it runs.
+	pid() int
 	close() error
 }
 
 // openLoad creates the workload of the options on the copy at dsn.
 func (lr *liveRun) openLoad(ctx context.Context, dsn string) (liveLoad, error) {
 	if lr.lo.Workload == WorkloadPgbench {
-		return openPgbench(ctx, dsn, lr.lo, lr.r.o.Dir)
+		return openPgbench(ctx, dsn, lr.lo, lr.r.o.Dir, lr.side.pinDB())
 	}
 	return openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns)
 }
@@ -566,6 +620,13 @@ func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want 
 	case <-time.After(warmup):
 	case <-ctx.Done():
 	}
+	// The round's window, start to end: what watches the database's side
+	// over it (a sampler of its cost) starts here, on t, and stops at end.
+	t := lr.target(ph, dsn, wl)
+	lr.side.observe(t)
+	if lr.lo.onRound != nil {
+		lr.lo.onRound(t)
+	}
 	start := time.Now()
 	if ph == LiveNone {
 		d := min(lr.lo.MinDuration, time.Duration(float64(want)/lr.rate*float64(time.Second))+time.Second)
@@ -575,6 +636,7 @@ func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want 
 		}
 	} else {
 		res = lr.pass(ctx, dsn, args)
+		lr.side.observePass(res.CPUs)
 	}
 	end := time.Now()
 	all, failed, werr := stop()
@@ -622,5 +684,5 @@ func (lr *liveRun) pass(ctx context.Context, dsn string, args []string) PassResu
 	measured := filepath.Join(r.o.Dir, "measure-"+r.id+".json")
 	argv := append([]string{r.o.Binaries[0].Path, "run", "--db", dsn, "--progress", "never", "--log-level", "warn",
 		"--now", lr.now.Format(time.RFC3339Nano), "--stats-json", statsFile}, args...)
-	return r.child(ctx, Pass(strings.Join(append([]string{"run"}, args...), " ")), argv, statsFile, measured)
+	return r.child(ctx, Pass(strings.Join(append([]string{"run"}, args...), " ")), argv, statsFile, measured, lr.side.pinPass())
 }

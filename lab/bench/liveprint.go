@@ -7,13 +7,16 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
 var liveColumns = []string{"phase", "pass flags", "samples", "p50", "p99", "max", "lock wait p99", "ops/s", "p99 ÷ no pass", "pass time", "pass ÷ default"}
 
 // PrintLive writes the live-load report: a table per engine, each figure
 // the median over the repetitions, each ratio the median of the ratios
-// within one repetition.
+// within one repetition. Each table's title names its topology, and its
+// notes the server and what each process ran on.
 func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 	for i, le := range rep.Engines {
 		if i > 0 {
@@ -23,6 +26,7 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 		if rep.Repeat > 1 {
 			title += fmt.Sprintf(", median of %d", rep.Repeat)
 		}
+		title += ", " + topologyTitle(le.Server)
 		if markdown {
 			fmt.Fprintf(w, "### %s\n\n", title)
 		} else {
@@ -106,11 +110,11 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 			wlNote = fmt.Sprintf("workload: pgbench, %d queues, %d clients; an operation is one transaction: read %d tasks of one queue, then lease another (SELECT … FOR UPDATE, UPDATE range_id) and append %d tasks; capacity %.0f transactions/s closed loop with no pass; offered %.0f/s open loop with --rate (%s), latency from the scheduled start (pgbench's log, schedule lag included)",
 				rep.Options.Queues, rep.Options.Conns, pgbenchRead, pgbenchAppend, le.Capacity, le.Offered, offeredText(rep.Options))
 		}
-		notes := []string{
-			wlNote,
+		notes := append(topologyNotes(le), wlNote)
+		notes = append(notes,
 			fmt.Sprintf("rate limits: %.0f rows/s and %.0f statements/s, a quarter of the first default pass's", le.MaxDeletes, le.MaxStatements),
-			"load average at the start of each repetition: " + strings.Join(le.Load, "; "),
-		}
+			"load average at the start of each repetition: "+strings.Join(le.Load, "; "),
+		)
 		for _, ws := range le.Warnings {
 			notes = append(notes, "warning: "+ws)
 		}
@@ -126,6 +130,65 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 			}
 		}
 	}
+}
+
+// topologyTitle names the table's topology, and in the production one
+// its CPUs.
+func topologyTitle(s LiveServer) string {
+	if s.Topology == TopologyProduction {
+		return fmt.Sprintf("production topology (database and workload on CPU %d, passes on CPU %d)", s.DBCPU, s.PassCPU)
+	}
+	return "shared topology (nothing pinned)"
+}
+
+// topologyNotes say where each process ran: the topology, the server
+// and its settings, and what /proc said each process could run on.
+func topologyNotes(le LiveEngine) []string {
+	s := le.Server
+	server := "SQLite: the database is the workload's process"
+	switch {
+	case s.Own:
+		server = fmt.Sprintf("the lab's own server on %s, started for the run", s.Addr)
+	case s.Addr != "":
+		server = "the server at " + s.Addr
+	}
+	var where string
+	if s.Topology == TopologyProduction {
+		where = fmt.Sprintf("topology: production, as when tqscavenger runs in a pod of its own: CPU %d runs the server and the workload's client, CPU %d each pass (its measure wrapper and the binary under test); capacity measured so", s.DBCPU, s.PassCPU)
+		if le.Engine == sqlstore.SQLite {
+			where = fmt.Sprintf("topology: production, as when tqscavenger runs in a pod of its own: CPU %d runs the workload, whose process the database is, CPU %d each pass (its measure wrapper and the binary under test); capacity measured so", s.DBCPU, s.PassCPU)
+		}
+	} else {
+		where = "topology: shared: the server, the workload and each pass share the machine's CPUs, nothing pinned, so a pass's own CPU counts against the workload"
+	}
+	notes := []string{where, "server: " + server}
+	if s.Settings != "" {
+		notes[1] += "; " + s.Settings
+	}
+	var read []string
+	for _, p := range s.Pinned {
+		got := strings.Join(p.Got, " then ")
+		if got == "" {
+			got = "unknown"
+		}
+		mark := ""
+		if !p.pinned() {
+			mark = fmt.Sprintf(" (NOT pinned: want %s)", p.Want)
+		}
+		read = append(read, fmt.Sprintf("%s on %s%s", p.label(), cpusText(got), mark))
+	}
+	if len(read) > 0 {
+		notes = append(notes, "CPUs each process could run on, read from /proc at every round: "+strings.Join(read, "; "))
+	}
+	return notes
+}
+
+// cpusText is "CPU 0" for one CPU, "CPUs 0-1" for a list.
+func cpusText(list string) string {
+	if strings.ContainsAny(list, ",-; ") {
+		return "CPUs " + list
+	}
+	return "CPU " + list
 }
 
 // offeredText says what the phases were offered: a share of the capacity

@@ -69,6 +69,8 @@ type pgbenchLoad struct {
 	uri      string   // the copy's URI, without its password
 	env      []string // PGPASSWORD, if any
 	conns    int
+	pin      func(*exec.Cmd) // pins pgbench; nil: not pinned
+	running  *exec.Cmd       // the open-loop run, between start and stop
 	db       *sql.DB
 	queues   []*wlQueue
 	scripts  []string
@@ -77,13 +79,14 @@ type pgbenchLoad struct {
 }
 
 // openPgbench creates the pgbench workload's queues and scripts on the
-// copy at dsn, in a directory of its own under dir.
-func openPgbench(ctx context.Context, dsn string, lo LiveOptions, dir string) (_ *pgbenchLoad, err error) {
+// copy at dsn, in a directory of its own under dir; pin, if not nil,
+// pins each pgbench run to CPUs.
+func openPgbench(ctx context.Context, dsn string, lo LiveOptions, dir string, pin func(*exec.Cmd)) (_ *pgbenchLoad, err error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("pgbench: %w", err)
 	}
-	l := &pgbenchLoad{bin: lo.Pgbench, conns: lo.Conns, env: os.Environ()}
+	l := &pgbenchLoad{bin: lo.Pgbench, conns: lo.Conns, env: os.Environ(), pin: pin}
 	if pw, ok := u.User.Password(); ok {
 		// On pgbench's command line the password would show in ps.
 		l.env = append(l.env, "PGPASSWORD="+pw)
@@ -212,6 +215,9 @@ func (l *pgbenchLoad) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd.Env = l.env
 	cmd.Dir = l.dir
 	dieWithParent(cmd) // a killed lab leaves no pgbench on a dropped copy
+	if l.pin != nil {
+		l.pin(cmd)
+	}
 	return cmd
 }
 
@@ -253,7 +259,9 @@ func (l *pgbenchLoad) start(ctx context.Context, rate float64) (func() ([]sample
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pgbench: %w", err)
 	}
+	l.running = cmd
 	return func() ([]sample, int64, error) {
+		l.running = nil
 		cmd.Process.Signal(syscall.SIGALRM)
 		if err := cmd.Wait(); err != nil {
 			return nil, 0, fmt.Errorf("pgbench: %w: %s", err, strings.TrimSpace(string(stderr.b)))
@@ -358,6 +366,14 @@ func (l *pgbenchLoad) verify(ctx context.Context) error {
 		return fmt.Errorf("pgbench: logged %d transactions, its queues were leased %d times", l.done, leases)
 	}
 	return nil
+}
+
+// pid is the open-loop pgbench's process; 0 when none runs.
+func (l *pgbenchLoad) pid() int {
+	if l.running == nil {
+		return 0
+	}
+	return l.running.Process.Pid
 }
 
 // rows is what the queues hold by the transactions logged.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -149,6 +150,9 @@ func createLiveQueue(ctx context.Context, db *sql.DB, engine sqlstore.Engine, na
 }
 
 func (w *workload) close() error { return w.db.Close() }
+
+// pid is the lab's own process: the workload's client is its goroutines.
+func (w *workload) pid() int { return os.Getpid() }
 
 func (w *workload) sql() *sqlBuf { return &sqlBuf{engine: w.engine} }
 

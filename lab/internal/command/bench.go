@@ -27,14 +27,14 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		phases, passFlagsText  string
 		extra                  []string
 		lo                     bench.LiveOptions
-		workload               string
+		workload, topology     string
 	)
 	fs := newFlags(e, "bench", "[flags]")
 	fs.StringArrayVar(&binaries, "binary", nil, "tqscavenger executable under test, as PATH or LABEL=PATH (e.g. old=/tmp/tqs-old); repeat to compare builds side by side (default: one built from the main module)")
 	fs.StringVar(&source, "source", "", "the main module's directory, to build the default binary from (default: found from the working directory upwards)")
 	fs.StringVar(&engines, "engines", "sqlite,postgres,mysql", "engines to measure, comma-separated")
-	fs.StringVar(&o.Postgres, "postgres", bench.DefaultPostgres, "PostgreSQL server: databases tqs_bench_* are created there and dropped after")
-	fs.StringVar(&o.MySQL, "mysql", bench.DefaultMySQL, "MySQL/MariaDB server: databases tqs_bench_* are created there and dropped after")
+	fs.StringVar(&o.Postgres, "postgres", bench.DefaultPostgres, "PostgreSQL server: databases tqs_bench_* are created there and dropped after (--live-load: with --live-topology shared only)")
+	fs.StringVar(&o.MySQL, "mysql", bench.DefaultMySQL, "MySQL/MariaDB server: databases tqs_bench_* are created there and dropped after (--live-load: with --live-topology shared only)")
 	fs.StringVar(&cases, "cases", "all", "cases to run, comma-separated: "+strings.Join(bench.CaseNames(), ", ")+" (all: every case but ten-million, which runs only when named)")
 	fs.IntVar(&o.Scale, "scale", 1, "divide every case's size by this (e.g. 100 for a smoke run); 1 is the full size")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run each pass this many times, each on a fresh copy, and report the median")
@@ -52,6 +52,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&lo.Share, "live-share", 0.5, "--live-load: the share of the capacity measured that is offered, 0 < F ≤ 1 (e.g. 0.8 for the issue's 80 % target)")
 	fs.StringVar(&workload, "live-workload", "lab", "--live-load: the workload beside the passes: lab (matching's statements) or pgbench (PostgreSQL only: pgbench with a script of lease, append and read on queues of its own)")
 	fs.StringVar(&lo.Pgbench, "pgbench", "pgbench", "--live-workload pgbench: the pgbench executable")
+	fs.StringVar(&topology, "live-topology", string(bench.TopologyProduction), "--live-load: where it runs: production (servers of the lab's own, started for the run, and the workload pinned to one CPU, each pass to another, as when tqscavenger runs in a pod of its own; needs 2 CPUs, taskset and the servers' binaries) or shared (the --postgres and --mysql servers, the workload and the passes on every CPU: a pass's own CPU counts as harm)")
 	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, full")
 	fs.DurationVar(&lo.CapacityFor, "live-capacity-for", 5*time.Second, "--live-load: how long the workload's capacity is measured")
 	fs.StringArrayVar(&extra, "live-extra", nil, "--live-load: one more phase, a pass with these flags of the binary's \"What to delete\" and \"Pace and safety\" (e.g. '--task-batch-size 100 --pace full'); repeat for more")
@@ -114,6 +115,19 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		}
 		if len(binaries) > 1 {
 			return usagef("--live-load measures one --binary at a time")
+		}
+		switch lo.Topology = bench.Topology(topology); lo.Topology {
+		case bench.TopologyProduction:
+			// The lab starts its own servers: a given one would go unused.
+			for _, f := range []string{"postgres", "mysql"} {
+				if fs.Changed(f) {
+					return usagef("--%s names a server for --live-topology shared; --live-topology production starts servers of its own", f)
+				}
+			}
+			o.Postgres, o.MySQL = "", ""
+		case bench.TopologyShared:
+		default:
+			return usagef("--live-topology: unknown topology %q: use production or shared", topology)
 		}
 		if phases != "all" {
 			for _, p := range strings.Split(phases, ",") {
