@@ -214,6 +214,27 @@ func (p *serveProc) wait(limit time.Duration) int {
 	}
 }
 
+// waitBlocked waits until serve's pass has had a statement in flight for
+// a second on end: on a seeded file whose write lock the test holds, that
+// is its first write, waiting on the lock; every read ends in
+// milliseconds.
+func waitBlocked(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var since time.Time
+	for time.Now().Before(deadline) {
+		if scrape(t, addr)["tqscavenger_pace_in_flight"] < 1 {
+			since = time.Time{}
+		} else if since.IsZero() {
+			since = time.Now()
+		} else if time.Since(since) >= time.Second {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the pass had no statement in flight for a second on end within a minute")
+}
+
 // scrape returns the samples of /metrics by "name{labels}".
 func scrape(t *testing.T, addr string) map[string]float64 {
 	t.Helper()
@@ -389,6 +410,11 @@ func TestServeSecondSignal(t *testing.T) {
 	holdWriteLock(t, path)
 	p := startServe(t, "--db", path, "--run-at-start", "--shutdown-timeout", "10m")
 	p.waitLog("scavenger pass started", 1)
+	// Only a statement that waits on the write lock keeps the drain
+	// going; one that ends before the signal leaves nothing to drain, and
+	// the second signal then meets a process already on its way out (CI
+	// at 5061551, under load: exit by signal, not 143).
+	waitBlocked(t, p.addr())
 	p.signal(syscall.SIGTERM)
 	p.waitLog(daemon.MsgDraining, 1)
 	p.signal(syscall.SIGTERM)
