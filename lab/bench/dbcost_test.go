@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -28,7 +29,8 @@ const costHelperVar = "TQS_COST_HELPER"
 // TestCostHelper is the helper process of the cost tests: with
 // TQS_COST_HELPER=lock it locks row 1 of TQS_COST_TABLE (SQLite: takes the
 // write lock), says "ready" and holds it until its standard input ends;
-// with cpu it connects, says "ready", runs TQS_COST_QUERY when a line
+// with cpu it connects, says "ready" with its session's backend pid
+// (PostgreSQL) or thread id (MariaDB), runs TQS_COST_QUERY when a line
 // comes, says "done" and waits for its input to end.
 func TestCostHelper(t *testing.T) {
 	mode := os.Getenv(costHelperVar)
@@ -73,7 +75,15 @@ func costHelper(mode, dsn, table, query string) error {
 		_, err = conn.ExecContext(ctx, "COMMIT")
 		return err
 	case "cpu":
-		fmt.Println("ready")
+		q := "SELECT pg_backend_pid()"
+		if engine == sqlstore.MySQL {
+			q = "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"
+		}
+		var server int64
+		if err := conn.QueryRowContext(ctx, q).Scan(&server); err != nil {
+			return err
+		}
+		fmt.Println("ready", server)
 		if _, err := in.ReadString('\n'); err != nil {
 			return err
 		}
@@ -89,13 +99,15 @@ func costHelper(mode, dsn, table, query string) error {
 
 // helperProc is a running helper process.
 type helperProc struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	said []string
 }
 
 // startHelper starts a helper process in mode on dsn and waits for its
-// "ready". It is ended when the test ends.
+// "ready", whose words after it it keeps in said. It is ended when the
+// test ends.
 func startHelper(t *testing.T, mode, dsn, table, query string) *helperProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCostHelper$", "-test.count=1")
@@ -114,17 +126,18 @@ func startHelper(t *testing.T, mode, dsn, table, query string) *helperProc {
 	}
 	h := &helperProc{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	t.Cleanup(func() { h.end(t) })
-	h.expect(t, "ready")
+	h.said = h.expect(t, "ready")
 	return h
 }
 
-// expect waits for the helper to say word.
-func (h *helperProc) expect(t *testing.T, word string) {
+// expect waits for the helper to say word, and returns the words after
+// it on its line.
+func (h *helperProc) expect(t *testing.T, word string) []string {
 	t.Helper()
 	for {
 		line, err := h.out.ReadString('\n')
-		if strings.TrimSpace(line) == word {
-			return
+		if f := strings.Fields(line); len(f) > 0 && f[0] == word {
+			return f[1:]
 		}
 		if err != nil {
 			t.Fatalf("helper ended before %q: %v", word, err)
@@ -310,43 +323,46 @@ func TestCostBlocked(t *testing.T) {
 	}
 }
 
-// TestCostCPU: the pass's busy statement counts in PassCPU, another
-// session's does not.
+// TestCostCPU: the pass's busy statement counts in PassCPU, as much as
+// its backend's or thread's CPU says, and another session's does not.
 func TestCostCPU(t *testing.T) {
+	// own is the test's statement: twice the pass's, so that its CPU
+	// counted for the pass's would show.
 	for _, c := range []struct {
-		e    sqlstore.Engine
-		busy string
+		e         sqlstore.Engine
+		busy, own string
 	}{
-		{sqlstore.Postgres, "SELECT count(*) FROM generate_series(1, 2000000)"},
-		{sqlstore.MySQL, "SELECT BENCHMARK(1000000, MD5('tqscavenger'))"},
+		{sqlstore.Postgres, "SELECT count(*) FROM generate_series(1, 1000000)", "SELECT count(*) FROM generate_series(1, 2000000)"},
+		{sqlstore.MySQL, "SELECT BENCHMARK(500000, MD5('tqscavenger'))", "SELECT BENCHMARK(1000000, MD5('tqscavenger'))"},
 	} {
 		t.Run(string(c.e), func(t *testing.T) {
 			dsn, db := costServer(t, c.e)
 			ctx := context.Background()
 			pass := startHelper(t, "cpu", dsn, "", c.busy)
+			stat := serverStat(t, db, c.e, pass.said)
 			s, err := startCost(ctx, c.e, dsn, passIdent{Pids: []int{pass.cmd.Process.Pid}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			waitTicks(t, s, 2) // the pass's session seen before it works
 			// The test's own busy statement, then the pass's.
-			if _, err := db.ExecContext(ctx, c.busy); err != nil {
+			if _, err := db.ExecContext(ctx, c.own); err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
+			before := stat()
 			if _, err := io.WriteString(pass.in, "go\n"); err != nil {
 				t.Fatal(err)
 			}
 			pass.expect(t, "done")
-			wall := time.Since(start)
+			used := float64(stat()-before) / clockTicks
 			cost := stopCost(t, s)
 			if cost.PassCPU == nil || *cost.PassCPU < 0.05 {
 				t.Fatalf("pass CPU %s, want at least 0.05s for %q", describeCost(cost), c.busy)
 			}
-			// One backend or thread runs no faster than the wall clock:
-			// the test's own statement, as long, would break this.
-			if *cost.PassCPU > wall.Seconds()+0.05 {
-				t.Errorf("pass CPU %.3fs in %s of the pass's statement: another session's counted", *cost.PassCPU, wall)
+			// Idle before and after the statement: the sampler's readings
+			// and the test's differ by a tick or two at most.
+			if d := *cost.PassCPU - used; d < -0.02 || d > 0.02 {
+				t.Errorf("pass CPU %.3fs, but its statement took %.3fs", *cost.PassCPU, used)
 			}
 			if cost.ServerCPU == nil || *cost.ServerCPU < *cost.PassCPU-0.02 {
 				t.Errorf("server CPU %s, want at least the pass's", describeCost(cost))
@@ -355,6 +371,35 @@ func TestCostCPU(t *testing.T) {
 				t.Errorf("%d pass sessions, want 1", cost.PassSessions)
 			}
 		})
+	}
+}
+
+// serverStat returns a reader of the CPU time, in ticks, of the backend
+// or thread the helper's "ready" named.
+func serverStat(t *testing.T, db *sql.DB, e sqlstore.Engine, said []string) func() int64 {
+	t.Helper()
+	if len(said) != 1 {
+		t.Fatalf("the helper said %q, want its backend or thread", said)
+	}
+	path := "/proc/" + said[0] + "/stat"
+	if e == sqlstore.MySQL {
+		var pidFile string
+		if err := db.QueryRow("SELECT @@pid_file").Scan(&pidFile); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Skipf("the server's threads are not readable here: %v", err)
+		}
+		path = "/proc/" + strings.TrimSpace(string(b)) + "/task/" + said[0] + "/stat"
+	}
+	return func() int64 {
+		t.Helper()
+		st, err := readProcStat(path)
+		if err != nil {
+			t.Fatalf("the pass's server side: %v", err)
+		}
+		return st.cpu()
 	}
 }
 
@@ -426,8 +471,8 @@ func TestCostWAL(t *testing.T) {
 	}
 }
 
-// TestCostSQLiteWriteLock: the time the pass holds the write lock counts,
-// in WAL and rollback-journal mode; the test's own does not.
+// TestCostSQLiteWriteLock: the time the pass holds the write lock
+// counts, in WAL and rollback-journal mode; the test's own does not.
 func TestCostSQLiteWriteLock(t *testing.T) {
 	for _, journal := range []string{"wal", "delete"} {
 		t.Run(journal, func(t *testing.T) {
@@ -445,11 +490,12 @@ func TestCostSQLiteWriteLock(t *testing.T) {
 					t.Fatalf("journal mode %q: %v", mode, err)
 				}
 			}
-			s, err := startCost(ctx, sqlstore.SQLite, dsn, passIdent{Exe: os.Args[0]})
+			id := passIdent{Exe: os.Args[0]}
+			// The test's own write lock: not the pass's.
+			s, err := startCost(ctx, sqlstore.SQLite, dsn, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The test's own write lock first: not the pass's.
 			conn, err := db.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -465,6 +511,13 @@ func TestCostSQLiteWriteLock(t *testing.T) {
 				t.Fatal(err)
 			}
 			conn.Close()
+			if c := stopCost(t, s); c.WriteLockSeconds == nil || *c.WriteLockSeconds != 0 {
+				t.Errorf("the test's own write lock: %s, want 0", describeCost(c))
+			}
+			// The pass's.
+			if s, err = startCost(ctx, sqlstore.SQLite, dsn, id); err != nil {
+				t.Fatal(err)
+			}
 			pass := startHelper(t, "lock", dsn, table, "")
 			waitTicks(t, s, 20)
 			pass.end(t)
@@ -539,5 +592,50 @@ func TestParseCostProc(t *testing.T) {
 		if got := hostPort(host); got != port {
 			t.Errorf("hostPort(%q) = %d, want %d", host, got, port)
 		}
+	}
+}
+
+// TestCPUTracker: a process or thread counts from 0 when it started within
+// the span and served no other session, else from its first reading; its
+// last reading counts, and one that cannot be read is skipped.
+func TestCPUTracker(t *testing.T) {
+	dir := t.TempDir()
+	// stat writes a stat file of a process started at start (ticks since
+	// boot) with cpu ticks of user time.
+	stat := func(name string, start, cpu int64) string {
+		p := dir + "/" + name
+		line := fmt.Sprintf("7 (postgres) S 1 7 7 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0 %d 1 1", cpu, start)
+		if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	type reading struct {
+		session string
+		pid     int
+		start   int64
+		cpu     int64
+	}
+	for _, c := range []struct {
+		name     string
+		readings []reading
+		want     float64
+	}{
+		{"started before the span: from its first reading", []reading{{"a", 7, 50, 300}, {"a", 7, 50, 340}}, 0.4},
+		{"started within it: from 0", []reading{{"a", 7, 150, 30}, {"a", 7, 150, 70}}, 0.7},
+		{"a thread serving a second session: from its first reading for it", []reading{{"a", 7, 150, 30}, {"b", 7, 150, 50}, {"b", 7, 150, 80}}, 0.3 + 0.3},
+		{"a pid reused: two processes", []reading{{"a", 7, 150, 30}, {"a", 7, 160, 5}}, 0.3 + 0.05},
+		{"two sessions", []reading{{"a", 7, 50, 10}, {"a", 7, 50, 20}, {"b", 8, 120, 20}}, 0.1 + 0.2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := &cpuTracker{since: 100, seen: map[cpuKey]*cpuSpan{}}
+			for i, r := range c.readings {
+				tr.read(r.session, r.pid, stat(fmt.Sprint(i), r.start, r.cpu))
+			}
+			tr.read("gone", 9, dir+"/none")
+			if got := tr.seconds(); math.Abs(got-c.want) > 1e-9 {
+				t.Errorf("%.3fs, want %.3fs", got, c.want)
+			}
+		})
 	}
 }
