@@ -198,8 +198,9 @@ const (
 	// sampled at it, CPU read at it.
 	costInterval = 25 * time.Millisecond
 	// sqliteInterval is the tick on SQLite: a write lock is held for a
-	// transaction of a few milliseconds.
-	sqliteInterval = 2 * time.Millisecond
+	// transaction of a few milliseconds. Reading /proc/locks at it costs
+	// the sampler 3.5% of a core (8.8% at 2 ms).
+	sqliteInterval = 5 * time.Millisecond
 	// tickTimeout bounds one tick's statements.
 	tickTimeout = 400 * time.Millisecond
 	// stopWait is how long stop lets the tick in flight finish before it

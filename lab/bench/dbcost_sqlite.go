@@ -14,7 +14,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 )
@@ -32,7 +34,11 @@ const (
 
 // sqliteCost samples /proc/locks for the write lock of one database.
 type sqliteCost struct {
-	id    passIdent
+	id passIdent
+	// locks is /proc/locks, open for the span and read at each tick into
+	// buf: a pread of a procfs file renders it anew.
+	locks *os.File
+	buf   []byte
 	files []lockedFile
 	// pids caches whether a holder's pid is the pass's.
 	pids map[int]bool
@@ -58,10 +64,11 @@ type lockedFile struct {
 // startSQLiteCost starts sampling the write lock of the database file
 // path.
 func startSQLiteCost(path string, id passIdent, c *Cost) costProbe {
-	if _, err := os.Stat("/proc/locks"); err != nil {
+	locks, err := os.Open("/proc/locks")
+	if err != nil {
 		return unavailableProbe(c, fmt.Errorf("no /proc/locks to read the write lock's holder from: %w", err), "WriteLockSeconds")
 	}
-	p := &sqliteCost{id: id, pids: map[int]bool{}, files: []lockedFile{
+	p := &sqliteCost{id: id, locks: locks, buf: make([]byte, 16<<10), pids: map[int]bool{}, files: []lockedFile{
 		{path: path + "-shm", off: walWriteLock},
 		{path: path, off: reservedByte},
 	}}
@@ -86,7 +93,7 @@ func (p *sqliteCost) tick(_ context.Context, dt time.Duration) int {
 	if !p.files[0].found && time.Now().After(p.restat) {
 		p.find()
 	}
-	b, err := os.ReadFile("/proc/locks")
+	b, err := p.readLocks()
 	if err != nil {
 		p.failed++
 		p.err = err
@@ -99,6 +106,20 @@ func (p *sqliteCost) tick(_ context.Context, dt time.Duration) int {
 		}
 	}
 	return -1 // no one's waits are seen from here
+}
+
+// readLocks reads /proc/locks whole.
+func (p *sqliteCost) readLocks() ([]byte, error) {
+	for {
+		n, err := p.locks.ReadAt(p.buf, 0)
+		if n < len(p.buf) && (err == nil || errors.Is(err, io.EOF)) {
+			return p.buf[:n], nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("/proc/locks: %w", err)
+		}
+		p.buf = make([]byte, 2*len(p.buf)) // it filled the buffer: more locks than it holds
+	}
 }
 
 // isWriteLock reports whether l holds the write lock's byte of one of the
@@ -127,6 +148,7 @@ func (p *sqliteCost) isPass(pid int) bool {
 }
 
 func (p *sqliteCost) finish(_ context.Context, c *Cost) {
+	p.locks.Close()
 	c.FailedSamples = p.failed
 	switch {
 	case !p.files[0].found && !p.files[1].found:
