@@ -202,11 +202,13 @@ const (
 	// the sampler 3.5% of a core (8.8% at 2 ms).
 	sqliteInterval = 5 * time.Millisecond
 	// tickTimeout bounds one tick's statements.
-	tickTimeout = 400 * time.Millisecond
+	tickTimeout = 300 * time.Millisecond
 	// stopWait is how long stop lets the tick in flight finish before it
 	// cancels it; finalTimeout bounds the figures read at the end.
-	stopWait     = 450 * time.Millisecond
-	finalTimeout = 400 * time.Millisecond
+	// stop takes stopWait and finalTimeout at most, when the server has
+	// stopped answering.
+	stopWait     = 350 * time.Millisecond
+	finalTimeout = 350 * time.Millisecond
 )
 
 // costProbe is one engine's side of a costSampler.

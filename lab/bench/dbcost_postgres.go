@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
@@ -100,11 +102,30 @@ func (s *costSessions) report(c *Cost, samples int) {
 }
 
 // costConnect opens the sampler's connections: two, one for the ticks and
-// one for the end.
+// one for the end. Its PostgreSQL connections answer an ended context as
+// pgx does by itself, by closing the connection at once, not as a store's
+// (sqlstore.ConfigurePostgres), which waits up to 5 s for the server to
+// answer a cancel request: the sampler only reads, and a server that has
+// stopped answering must not hold stop. MySQL's reads are the driver's,
+// which closes the connection at once too.
 func costConnect(ctx context.Context, d sqlstore.DSN) (*sql.DB, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return openSQLDSN(ctx, d, sqlstore.Options{MaxConns: 2})
+	if d.Engine != sqlstore.Postgres {
+		return openSQLDSN(ctx, d, sqlstore.Options{MaxConns: 2})
+	}
+	cfg, err := pgx.ParseConfig(d.URL.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", sqlstore.ErrBadDSN, d)
+	}
+	db := sql.OpenDB(stdlib.GetConnector(*cfg))
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: %s: %v", sqlstore.ErrUnavailable, d, err)
+	}
+	return db, nil
 }
 
 // startPostgresCost starts sampling the server of d; what it cannot

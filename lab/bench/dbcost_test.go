@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,7 +170,8 @@ func stopCost(t *testing.T, s *costSampler) Cost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > time.Second {
+	d := time.Since(start)
+	if d > time.Second {
 		t.Errorf("stop took %s, want at most 1s", d)
 	}
 	buf := make([]byte, 1<<20)
@@ -178,7 +181,7 @@ func stopCost(t *testing.T, s *costSampler) Cost {
 	if _, err := s.stop(); err == nil {
 		t.Errorf("a second stop: no error")
 	}
-	t.Logf("cost: %s", describeCost(c))
+	t.Logf("cost (stopped in %s): %s", d.Round(time.Millisecond), describeCost(c))
 	return c
 }
 
@@ -639,3 +642,108 @@ func TestCPUTracker(t *testing.T) {
 		})
 	}
 }
+
+// TestCostStopsOnAHungServer: a server that stops answering mid-span
+// holds stop no longer than a second; the figures it could not give are
+// unavailable.
+func TestCostStopsOnAHungServer(t *testing.T) {
+	for _, e := range []sqlstore.Engine{sqlstore.Postgres, sqlstore.MySQL} {
+		t.Run(string(e), func(t *testing.T) {
+			dsn := testdb.Server(t, e)
+			u, err := url.Parse(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := startFreezer(t, u.Host)
+			u.Host = p.addr
+			s, err := startCost(context.Background(), e, u.String(), passIdent{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitTicks(t, s, 2)
+			p.freeze()
+			c := stopCost(t, s) // its last statements meet the frozen server
+			if c.WALBytes != nil || c.Why["WALBytes"] == "" {
+				t.Errorf("a hung server gave its log's position: %s", describeCost(c))
+			}
+		})
+	}
+}
+
+// freezer is a TCP proxy to a server that can stop forwarding: the
+// server then seems hung to its clients.
+type freezer struct {
+	addr   string
+	frozen chan struct{}
+}
+
+// startFreezer proxies to upstream until the test ends.
+func startFreezer(t *testing.T, upstream string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{addr: ln.Addr().String(), frozen: make(chan struct{})}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	// pipe copies from src to dst until either closes, holding what it
+	// reads once frozen.
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			select {
+			case <-f.frozen:
+				continue // swallowed: never answered
+			default:
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			track(c)
+			track(up)
+			wg.Add(2)
+			go pipe(up, c)
+			go pipe(c, up)
+		}
+	}()
+	return f
+}
+
+// freeze stops the forwarding.
+func (f *freezer) freeze() { close(f.frozen) }
