@@ -66,8 +66,16 @@ type LiveWorkload string
 
 // The workloads.
 const (
-	// WorkloadLab is the lab's own: matching's statements (workload.go).
+	// WorkloadLab is the lab's own: matching's statements (workload.go),
+	// in matching's mix: appends and reads most, leases rarely.
 	WorkloadLab LiveWorkload = "lab"
+	// WorkloadLabWrites is the lab's statements in a write-heavy mix:
+	// appends, leases, ack-level updates and completes, one read in six
+	// operations (workload.go's mixWrites). Every engine.
+	WorkloadLabWrites LiveWorkload = "lab-writes"
+	// WorkloadLabReads is the lab's statements in a read-heavy mix: four
+	// reads per append, no lease (mixReads). Every engine.
+	WorkloadLabReads LiveWorkload = "lab-reads"
 	// WorkloadPgbench is PostgreSQL's pgbench running a script of lease,
 	// append and read on queues of its own (pgbench.go), shaped unlike
 	// the lab's, so that a pass's pace is not tuned to one workload.
@@ -164,14 +172,14 @@ func (o LiveOptions) check() error {
 		return fmt.Errorf("bench: the offered share of capacity is %v, want 0 < share ≤ 1", o.Share)
 	}
 	switch o.Workload {
-	case WorkloadLab:
+	case WorkloadLab, WorkloadLabWrites, WorkloadLabReads:
 	case WorkloadPgbench:
 		if o.Queues > pgbenchMaxScripts {
 			// One script per queue, and pgbench takes at most 128.
 			return fmt.Errorf("bench: the pgbench workload has at most %d queues, not %d", pgbenchMaxScripts, o.Queues)
 		}
 	default:
-		return fmt.Errorf("bench: unknown workload %q: use %s or %s", o.Workload, WorkloadLab, WorkloadPgbench)
+		return fmt.Errorf("bench: unknown workload %q: use %s, %s, %s or %s", o.Workload, WorkloadLab, WorkloadLabWrites, WorkloadLabReads, WorkloadPgbench)
 	}
 	if !slices.Contains(Topologies(), o.Topology) {
 		return fmt.Errorf("bench: unknown topology %q: use %s or %s", o.Topology, TopologyProduction, TopologyShared)
@@ -522,7 +530,7 @@ func (lr *liveRun) openLoad(ctx context.Context, dsn string) (liveLoad, error) {
 	if lr.lo.Workload == WorkloadPgbench {
 		return openPgbench(ctx, dsn, lr.lo, lr.r.o.Dir, lr.side.pinDB())
 	}
-	return openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns)
+	return openWorkload(ctx, dsn, lr.lo.Queues, lr.lo.Conns, mixOf(lr.lo.Workload))
 }
 
 // figure measures one phase: rounds until it holds enough samples.

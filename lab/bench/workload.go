@@ -54,10 +54,37 @@ const (
 	opScript
 )
 
-// opMix is the sequence of calls each workload queue goes through, over
-// and over: matching appends and reads most, completes and persists ack
-// levels less often, and leases rarely.
-var opMix = []opKind{opAppend, opRead, opAppend, opRead, opComplete, opUpdate, opAppend, opRead, opComplete, opLease}
+// An opMix is the sequence of calls each workload queue goes through,
+// over and over. The lab's workloads (WorkloadLab, WorkloadLabWrites,
+// WorkloadLabReads) differ by their mix only.
+type opMix []opKind
+
+var (
+	// mixLab is matching's: it appends and reads most, completes and
+	// persists ack levels less often, and leases rarely.
+	mixLab = opMix{opAppend, opRead, opAppend, opRead, opComplete, opUpdate, opAppend, opRead, opComplete, opLease}
+	// mixWrites is write-heavy: appends, leases, ack-level updates and
+	// completes, one read in six operations (enough for complete to
+	// delete what was appended): queue-row locks and the write lock as
+	// often as the workload can take them.
+	mixWrites = opMix{opAppend, opLease, opAppend, opUpdate, opRead, opComplete}
+	// mixReads is read-heavy: four reads per append, no lease, a complete
+	// and an ack-level update per ten reads.
+	mixReads = opMix{opAppend, opRead, opRead, opRead, opRead, opAppend, opRead, opRead, opRead, opRead, opComplete, opUpdate}
+)
+
+// mixOf is the mix of lab workload wl; nil for another workload.
+func mixOf(wl LiveWorkload) opMix {
+	switch wl {
+	case WorkloadLab, "":
+		return mixLab
+	case WorkloadLabWrites:
+		return mixWrites
+	case WorkloadLabReads:
+		return mixReads
+	}
+	return nil
+}
 
 // Workload shape.
 const (
@@ -84,7 +111,7 @@ type wlQueue struct {
 	nextID  int64 // the next task id to append
 	ack     int64 // tasks at or below it are deleted
 	readTo  int64 // the highest task id read
-	step    int   // position in opMix
+	step    int   // position in the workload's mix
 }
 
 // tasks is how many tasks the queue holds, by the ledger.
@@ -95,6 +122,7 @@ type workload struct {
 	db     *sql.DB
 	engine sqlstore.Engine
 	conns  int
+	mix    opMix
 	queues []*wlQueue
 	now    func() time.Time
 	// errs counts failed operations; firstErr keeps the first.
@@ -116,13 +144,13 @@ type sample struct {
 }
 
 // openWorkload opens a pool of conns connections (SQLite: one, as Temporal
-// keeps) to dsn and creates n queues.
-func openWorkload(ctx context.Context, dsn string, n, conns int) (*workload, error) {
+// keeps) to dsn and creates n queues, which go through mix.
+func openWorkload(ctx context.Context, dsn string, n, conns int, mix opMix) (*workload, error) {
 	db, engine, err := openMatchingSQL(ctx, dsn, sqlstore.Options{MaxConns: conns, BusyTimeout: time.Minute})
 	if err != nil {
 		return nil, err
 	}
-	w := &workload{db: db, engine: engine, conns: conns, now: time.Now}
+	w := &workload{db: db, engine: engine, conns: conns, mix: mix, now: time.Now}
 	for i := range n {
 		q, err := createLiveQueue(ctx, db, engine, liveNamePrefix+"-"+strconv.Itoa(i), w.now())
 		if err != nil {
@@ -214,7 +242,7 @@ func (w *workload) do(ctx context.Context, i int, due time.Time) sample {
 	q := w.queues[i%len(w.queues)]
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	kind := opMix[q.step%len(opMix)]
+	kind := w.mix[q.step%len(w.mix)]
 	q.step++
 	lock, err := w.run(ctx, q, kind)
 	s := sample{kind: kind, due: due, lat: w.now().Sub(due), lock: lock, ok: err == nil}

@@ -50,7 +50,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&lo.Conns, "live-conns", 8, "--live-load: the workload's connections (SQLite: one)")
 	fs.Float64Var(&lo.Rate, "live-rate", 0, "--live-load: operations per second offered (default: --live-share of the capacity measured); wins over --live-share")
 	fs.Float64Var(&lo.Share, "live-share", 0.5, "--live-load: the share of the capacity measured that is offered, 0 < F ≤ 1 (e.g. 0.8 for the issue's 80 % target)")
-	fs.StringVar(&workload, "live-workload", "lab", "--live-load: the workload beside the passes: lab (matching's statements) or pgbench (PostgreSQL only: pgbench with a script of lease, append and read on queues of its own)")
+	fs.StringVar(&workload, "live-workload", "lab", "--live-load: the workload beside the passes: lab (matching's statements in matching's mix: appends and reads most, leases rarely), lab-writes (the same statements, write-heavy: appends, leases, ack-level updates and completes, one read in six operations), lab-reads (the same, read-heavy: four reads per append, no lease) or pgbench (PostgreSQL only: pgbench with a script of lease, append and read on queues of its own)")
 	fs.StringVar(&lo.Pgbench, "pgbench", "pgbench", "--live-workload pgbench: the pgbench executable")
 	fs.StringVar(&topology, "live-topology", string(bench.TopologyProduction), "--live-load: where it runs: production (servers of the lab's own, started for the run, and the workload pinned to one CPU, each pass to another, as when tqscavenger runs in a pod of its own; needs 2 CPUs, taskset and the servers' binaries) or shared (the --postgres and --mysql servers, the workload and the passes on every CPU: a pass's own CPU counts as harm)")
 	fs.StringVar(&phases, "live-phases", "all", "--live-load: phases to run, comma-separated: \"no pass\", default, temporal, max-deletes, max-statements, full")
@@ -100,7 +100,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 			return usagef("--live-share must be within 0 < F ≤ 1, not %v", lo.Share)
 		}
 		switch lo.Workload = bench.LiveWorkload(workload); lo.Workload {
-		case bench.WorkloadLab:
+		case bench.WorkloadLab, bench.WorkloadLabWrites, bench.WorkloadLabReads:
 		case bench.WorkloadPgbench:
 			for _, en := range o.Engines {
 				if en != sqlstore.Postgres {
@@ -111,7 +111,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 				return usagef("--live-workload pgbench: --pgbench: %v", err)
 			}
 		default:
-			return usagef("--live-workload: unknown workload %q: use lab or pgbench", workload)
+			return usagef("--live-workload: unknown workload %q: use lab, lab-writes, lab-reads or pgbench", workload)
 		}
 		if len(binaries) > 1 {
 			return usagef("--live-load measures one --binary at a time")

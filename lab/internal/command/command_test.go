@@ -131,7 +131,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--live-load", "--live-workload", "pgbench"}, "runs on PostgreSQL only: give --engines postgres (not sqlite)"},
 		{[]string{"--live-load", "--live-workload", "pgbench", "--engines", "postgres,mysql"}, "(not mysql)"},
 		{[]string{"--live-load", "--live-workload", "pgbench", "--engines", "postgres", "--pgbench", "/nonexistent/pgbench"}, "--pgbench: exec: \"/nonexistent/pgbench\""},
-		{[]string{"--live-load", "--live-workload", "sysbench"}, `unknown workload "sysbench"`},
+		{[]string{"--live-load", "--live-workload", "sysbench"}, `unknown workload "sysbench": use lab, lab-writes, lab-reads or pgbench`},
 		{[]string{"--live-load", "--live-topology", "cloud"}, `--live-topology: unknown topology "cloud"`},
 		{[]string{"--live-load", "--postgres", "postgres://u@h/db"}, "--postgres names a server for --live-topology shared"},
 		{[]string{"--live-load", "--live-topology", "production", "--mysql", "mysql://u@h/db"}, "--mysql names a server for --live-topology shared"},
