@@ -251,8 +251,8 @@ func TestLiveLoadSmoke(t *testing.T) {
 			t.Errorf("no pass: a pass ran")
 		}
 	}
-	if !strings.Contains(out.String(), "p99 ÷ no pass") {
-		t.Error("table without the p99 ratio")
+	if !strings.Contains(out.String(), "p99 ÷ no pass") || !strings.Contains(out.String(), "| write lock % |") {
+		t.Error("table without the p99 ratio or the pass's share of the write lock")
 	}
 	if !strings.Contains(out.String(), "shared topology (nothing pinned)") || !strings.Contains(out.String(), "topology: shared") {
 		t.Error("the table does not say it is the shared topology")

@@ -262,7 +262,11 @@ type LiveFigure struct {
 	// Rounds is how many passes ran; Pass is the one of median wall time.
 	Rounds int
 	Pass   PassResult
-	Err    error
+	// Costs are the database side of each round's window, in order
+	// (livecost.go); DB the phase's figures from them.
+	Costs []LiveRoundCost
+	DB    LiveDB
+	Err   error
 }
 
 // RunLive runs the live-load benchmark; see LivePhase and LiveOptions.
@@ -451,11 +455,13 @@ func (r *runner) live(ctx context.Context, e sqlstore.Engine, c Case, lo LiveOpt
 			}
 			figs = append(figs, f)
 			if ctx.Err() != nil {
+				setDB(figs)
 				le.Reps = append(le.Reps, figs)
 				le.Err = ctx.Err()
 				return le
 			}
 		}
+		setDB(figs)
 		le.Reps = append(le.Reps, figs)
 	}
 	return le
@@ -542,18 +548,21 @@ func (lr *liveRun) figure(ctx context.Context, ph LivePhase, args []string, warn
 	)
 	for f.Rounds < lr.lo.MaxRounds && len(all) < lr.lo.MinSamples && f.Window < lr.lo.MinDuration {
 		f.Rounds++
-		ss, window, res, failed, err := lr.round(ctx, ph, args, lr.lo.MinSamples-len(all), warnings)
-		f.Failed += failed
+		out, err := lr.round(ctx, ph, args, lr.lo.MinSamples-len(all), warnings)
+		f.Failed += out.failed
+		if out.cost != nil {
+			f.Costs = append(f.Costs, *out.cost)
+		}
 		if err != nil {
 			f.Err = err
 			break
 		}
-		all = append(all, ss...)
-		f.Window += window
+		all = append(all, out.samples...)
+		f.Window += out.window
 		if ph != LiveNone {
-			passes = append(passes, res)
+			passes = append(passes, out.pass)
 		}
-		if res.TimedOut {
+		if out.pass.TimedOut {
 			break // another round would time out too
 		}
 	}
@@ -594,47 +603,62 @@ func quantile(ts []time.Duration, q float64) time.Duration {
 // its connections are open and its first statements planned.
 const warmup = time.Second
 
+// roundOut is what one round measured.
+type roundOut struct {
+	// samples are the workload's operations due within the window, from
+	// the pass's start to its end.
+	samples []sample
+	window  time.Duration
+	pass    PassResult
+	// failed is how many of the workload's operations failed.
+	failed int64
+	// cost is the database side of the window; nil if the round ended
+	// before it.
+	cost *LiveRoundCost
+}
+
 // round runs one copy: the workload, and the pass beside it (none for
 // LiveNone, which then runs long enough for want samples, within
-// MinDuration). It returns the samples due while the pass ran.
-func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want int, warnings *[]string) ([]sample, time.Duration, PassResult, int64, error) {
-	var res PassResult
+// MinDuration). It returns what was measured while the pass ran, as far
+// as it got when it fails.
+func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want int, warnings *[]string) (out roundOut, _ error) {
 	name := lr.nextCopy()
 	dsn, err := lr.srv.copy(ctx, lr.seed, name)
 	defer lr.r.drop(lr.srv, name)
 	if err != nil {
-		return nil, 0, res, 0, fmt.Errorf("copy: %w", err)
+		return out, fmt.Errorf("copy: %w", err)
 	}
 	// The copy, the last round's pass and the dropped copy left the server
 	// work it does in the background; without this a round's no-pass p99
 	// moved 3.5–19 ms on PostgreSQL and 11–492 ms on MariaDB.
 	q, err := lr.srv.quiesce(ctx, name)
 	if err != nil {
-		return nil, 0, res, 0, fmt.Errorf("quiesce: %w", err)
+		return out, fmt.Errorf("quiesce: %w", err)
 	}
 	if q != "" {
 		lr.r.logf("%s live-load %s: %s", lr.srv.engine(), ph, q)
 	}
 	wl, err := lr.openLoad(ctx, dsn)
 	if err != nil {
-		return nil, 0, res, 0, err
+		return out, err
 	}
 	defer wl.close()
 	stop, err := wl.start(ctx, lr.rate)
 	if err != nil {
-		return nil, 0, res, 0, err
+		return out, err
 	}
 	select {
 	case <-time.After(warmup):
 	case <-ctx.Done():
 	}
-	// The round's window, start to end: what watches the database's side
-	// over it (a sampler of its cost) starts here, on t, and stops at end.
+	// The round's window, start to end: the database's cost is sampled
+	// over it (livecost.go).
 	t := lr.target(ph, dsn, wl)
 	lr.side.observe(t)
 	if lr.lo.onRound != nil {
 		lr.lo.onRound(t)
 	}
+	watch := lr.watchCost(ctx, t)
 	start := time.Now()
 	if ph == LiveNone {
 		d := min(lr.lo.MinDuration, time.Duration(float64(want)/lr.rate*float64(time.Second))+time.Second)
@@ -643,31 +667,34 @@ func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want 
 		case <-ctx.Done():
 		}
 	} else {
-		res = lr.pass(ctx, dsn, args)
-		lr.side.observePass(res.CPUs)
+		out.pass = lr.pass(ctx, dsn, args)
+		lr.side.observePass(out.pass.CPUs)
 	}
 	end := time.Now()
+	cost := watch.stop()
 	all, failed, werr := stop()
-	var ss []sample
+	out.failed = failed
 	for _, s := range all {
 		if !s.due.Before(start) && s.due.Before(end) {
-			ss = append(ss, s)
+			out.samples = append(out.samples, s)
 		}
 	}
-	if res.Err != nil {
-		return ss, end.Sub(start), res, failed, res.Err
+	out.window = end.Sub(start)
+	out.cost = roundCostOf(cost, out.samples)
+	if out.pass.Err != nil {
+		return out, out.pass.Err
 	}
 	if ctx.Err() != nil {
-		return ss, end.Sub(start), res, failed, ctx.Err()
+		return out, ctx.Err()
 	}
 	if werr != nil {
-		return ss, end.Sub(start), res, failed, werr
+		return out, werr
 	}
-	if !res.TimedOut {
+	if !out.pass.TimedOut {
 		// The pass deleted what it must and nothing of the workload's.
 		left, _, err := countRows(ctx, dsn)
 		if err != nil {
-			return ss, end.Sub(start), res, failed, err
+			return out, err
 		}
 		want := lr.c.want(PassDefault)
 		if ph == LiveNone {
@@ -680,7 +707,7 @@ func (lr *liveRun) round(ctx context.Context, ph LivePhase, args []string, want 
 			*warnings = append(*warnings, fmt.Sprintf("%s: the copy held %d tasks and %d queues after the round, want %d and %d", ph, left.Tasks, left.Queues, want.Tasks, want.Queues))
 		}
 	}
-	return ss, end.Sub(start), res, failed, nil
+	return out, nil
 }
 
 // pass runs one pass with args as a child process on dsn.

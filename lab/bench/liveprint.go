@@ -13,6 +13,87 @@ import (
 
 var liveColumns = []string{"phase", "pass flags", "samples", "p50", "p99", "max", "lock wait p99", "ops/s", "p99 ÷ no pass", "pass time", "pass ÷ default"}
 
+// dbColumn is a database-side column of the live-load table (livecost.go).
+type dbColumn struct {
+	name string
+	// pick is the figure; format prints a value of it.
+	pick   func(LiveDB) LiveDBFigure
+	format string
+	// pass: the figure is the pass's, "—" in the no-pass phase.
+	pass bool
+}
+
+// dbColumns are engine e's database-side columns, after "p99 ÷ no pass".
+func dbColumns(e sqlstore.Engine) []dbColumn {
+	if e == sqlstore.SQLite {
+		return []dbColumn{
+			{name: "write lock %", pick: func(d LiveDB) LiveDBFigure { return scaled(d.WriteLock, 100) }, format: "%.1f", pass: true},
+			{name: "busy ops", pick: func(d LiveDB) LiveDBFigure { return d.BusyOps }, format: "%.0f"},
+			{name: "failed ops", pick: func(d LiveDB) LiveDBFigure { return d.FailedOps }, format: "%.0f"},
+		}
+	}
+	log := "WAL MB over no pass"
+	if e == sqlstore.MySQL {
+		log = "redo MB over no pass"
+	}
+	return []dbColumn{
+		{name: "pass CPU s", pick: func(d LiveDB) LiveDBFigure { return d.PassCPU }, format: "%.2f", pass: true},
+		{name: "server CPU s over no pass", pick: func(d LiveDB) LiveDBFigure { return d.ServerCPU }, format: "%.2f", pass: true},
+		{name: log, pick: func(d LiveDB) LiveDBFigure { return d.LogMB }, format: "%.1f", pass: true},
+		{name: "blocked s", pick: func(d LiveDB) LiveDBFigure { return d.Blocked }, format: "%.2f", pass: true},
+	}
+}
+
+// scaled is f with every value times k.
+func scaled(f LiveDBFigure, k float64) LiveDBFigure {
+	out := LiveDBFigure{Median: f.Median * k, Why: f.Why}
+	for _, v := range f.Rounds {
+		out.Rounds = append(out.Rounds, v*k)
+	}
+	return out
+}
+
+// dbCell prints column c of phase figures figs (one per repetition): the
+// median over the repetitions of each one's median over its rounds, and
+// "(min–max)" over every round when they differ; "n/a" when no round
+// measured it, its reason added to notes.
+func dbCell(c dbColumn, figs []LiveFigure, notes *[]string) string {
+	if c.pass && figs[0].Phase == LiveNone {
+		return "—"
+	}
+	var meds, all []float64
+	for _, f := range figs {
+		d := c.pick(f.DB)
+		if d.Why != "" {
+			note := fmt.Sprintf("%s, %s: n/a in some rounds: %s", c.name, f.Phase, d.Why)
+			if !d.ok() {
+				note = fmt.Sprintf("%s, %s: n/a: %s", c.name, f.Phase, d.Why)
+			}
+			if !slices.Contains(*notes, note) {
+				*notes = append(*notes, note)
+			}
+		}
+		if d.ok() {
+			meds = append(meds, d.Median)
+			all = append(all, d.Rounds...)
+		}
+	}
+	if len(meds) == 0 {
+		if note := fmt.Sprintf("%s, %s: n/a: no round of the phase was measured", c.name, figs[0].Phase); !slices.ContainsFunc(*notes, func(n string) bool {
+			return strings.HasPrefix(n, fmt.Sprintf("%s, %s: n/a", c.name, figs[0].Phase))
+		}) {
+			*notes = append(*notes, note)
+		}
+		return "n/a"
+	}
+	cell := fmt.Sprintf(c.format, medianOf(meds))
+	lo, hi := fmt.Sprintf(c.format, slices.Min(all)), fmt.Sprintf(c.format, slices.Max(all))
+	if lo != hi {
+		cell += " (" + lo + "–" + hi + ")"
+	}
+	return cell
+}
+
 // PrintLive writes the live-load report: a table per engine, each figure
 // the median over the repetitions, each ratio the median of the ratios
 // within one repetition. Each table's title names its topology, and its
@@ -37,6 +118,13 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 			continue
 		}
 		var rows [][]string
+		cols := slices.Clone(liveColumns)
+		dbCols := dbColumns(le.Engine)
+		at := slices.Index(cols, "p99 ÷ no pass") + 1
+		for k, c := range dbCols {
+			cols = slices.Insert(cols, at+k, c.name)
+		}
+		var dbNotes []string
 		for j := range le.Reps[0] {
 			figs := column(le.Reps, j)
 			ph := figs[0].Phase
@@ -94,23 +182,31 @@ func PrintLive(w io.Writer, rep *LiveReport, markdown bool) {
 			if failed {
 				status = " (failed)"
 			}
-			rows = append(rows, []string{
+			row := []string{
 				string(ph) + status, flags, thousands(int64(samples[(len(samples)-1)/2])),
 				roundFine(pick(func(f LiveFigure) time.Duration { return f.P50 })).String(),
 				roundFine(pick(func(f LiveFigure) time.Duration { return f.P99 })).String(),
 				roundFine(pick(func(f LiveFigure) time.Duration { return f.Max })).String(),
 				lockP99,
 				fmt.Sprintf("%.0f", rates[(len(rates)-1)/2]),
-				p99Ratio, passTime, passRatio,
-			})
+				p99Ratio,
+			}
+			for _, c := range dbCols {
+				row = append(row, dbCell(c, figs, &dbNotes))
+			}
+			rows = append(rows, append(row, passTime, passRatio))
 		}
-		writeRows(w, liveColumns, rows, markdown)
+		writeRows(w, cols, rows, markdown)
 		wlNote := fmt.Sprintf("workload: %d queues, %d connections; capacity %.0f operations/s closed loop with no pass; offered %.0f/s open loop (%s)", rep.Options.Queues, connsOf(le, rep.Options), le.Capacity, le.Offered, offeredText(rep.Options))
 		if rep.Options.Workload == WorkloadPgbench {
 			wlNote = fmt.Sprintf("workload: pgbench, %d queues, %d clients; an operation is one transaction: read %d tasks of one queue, then lease another (SELECT … FOR UPDATE, UPDATE range_id) and append %d tasks; capacity %.0f transactions/s closed loop with no pass; offered %.0f/s open loop with --rate (%s), latency from the scheduled start (pgbench's log, schedule lag included)",
 				rep.Options.Queues, rep.Options.Conns, pgbenchRead, pgbenchAppend, le.Capacity, le.Offered, offeredText(rep.Options))
 		}
-		notes := append(topologyNotes(le), wlNote)
+		if m := mixText(rep.Options.Workload); m != "" {
+			wlNote += "; " + m
+		}
+		notes := append(topologyNotes(le), wlNote, dbNote(le))
+		notes = append(notes, dbNotes...)
 		notes = append(notes,
 			fmt.Sprintf("rate limits: %.0f rows/s and %.0f statements/s, a quarter of the first default pass's", le.MaxDeletes, le.MaxStatements),
 			"load average at the start of each repetition: "+strings.Join(le.Load, "; "),
@@ -234,4 +330,55 @@ func writeRows(w io.Writer, cols []string, rows [][]string, markdown bool) {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
+}
+
+// mixText says what the lab workload wl's operations are ("" for
+// another workload).
+func mixText(wl LiveWorkload) string {
+	mix := mixOf(wl)
+	if mix == nil {
+		return ""
+	}
+	var ops []string
+	for _, k := range mix {
+		ops = append(ops, k.String())
+	}
+	return fmt.Sprintf("%s mix, each queue's operations over and over: %s", wl, strings.Join(ops, ", "))
+}
+
+// dbNote says what the database-side columns are, and the no-pass
+// phase's rates they are over.
+func dbNote(le LiveEngine) string {
+	how := "database side (a sampler beside each round's pass, lab/bench/dbcost.go): each figure the median over the repetitions of a phase's median over its rounds, (min–max) over every round; "
+	if le.Engine == sqlstore.SQLite {
+		return how + "write lock % is the share of the pass's time it held the database's write lock (/proc/locks, sampled every 5 ms); busy ops are the workload's operations due within it that failed on SQLITE_BUSY, failed ops those that failed at all"
+	}
+	log := "the WAL written (pg_current_wal_insert_lsn)"
+	if le.Engine == sqlstore.MySQL {
+		log = "the InnoDB redo log written (Innodb_os_log_written)"
+	}
+	note := how + "pass CPU s is the CPU time of the server's processes or threads serving the pass's sessions; server CPU s is the whole server's CPU time, and MB (10⁶ bytes) " + log +
+		", beyond the no-pass phase's rate over the pass's time; blocked s is the time other sessions waited on a lock a pass session held (sampled every 25 ms)"
+	var cpu, logRate []float64
+	for _, figs := range le.Reps {
+		for _, f := range figs {
+			if f.Phase != LiveNone {
+				continue
+			}
+			c, l := baseRates(f)
+			if c.ok() {
+				cpu = append(cpu, c.Median)
+			}
+			if l.ok() {
+				logRate = append(logRate, l.Median)
+			}
+		}
+	}
+	if len(cpu) > 0 {
+		note += fmt.Sprintf("; no pass: the server used %.2f s of CPU per second", medianOf(cpu))
+	}
+	if len(logRate) > 0 {
+		note += fmt.Sprintf(" and wrote %.2f MB of log per second", medianOf(logRate)/1e6)
+	}
+	return note
 }

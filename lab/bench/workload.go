@@ -141,6 +141,8 @@ type sample struct {
 	// operations that take no lock.
 	lock time.Duration
 	ok   bool
+	// busy: it failed on SQLITE_BUSY (livecost.go counts them).
+	busy bool
 }
 
 // openWorkload opens a pool of conns connections (SQLite: one, as Temporal
@@ -245,7 +247,7 @@ func (w *workload) do(ctx context.Context, i int, due time.Time) sample {
 	kind := w.mix[q.step%len(w.mix)]
 	q.step++
 	lock, err := w.run(ctx, q, kind)
-	s := sample{kind: kind, due: due, lat: w.now().Sub(due), lock: lock, ok: err == nil}
+	s := sample{kind: kind, due: due, lat: w.now().Sub(due), lock: lock, ok: err == nil, busy: err != nil && isSQLiteBusy(err)}
 	if err != nil && ctx.Err() == nil {
 		w.fail(fmt.Errorf("%s %s: %w", kind, q.name, err))
 	}
