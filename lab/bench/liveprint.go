@@ -351,14 +351,14 @@ func mixText(wl LiveWorkload) string {
 func dbNote(le LiveEngine) string {
 	how := "database side (a sampler beside each round's pass, lab/bench/dbcost.go): each figure the median over the repetitions of a phase's median over its rounds, (min–max) over every round; "
 	if le.Engine == sqlstore.SQLite {
-		return how + "write lock % is the share of the pass's time it held the database's write lock (/proc/locks, sampled every 5 ms); busy ops are the workload's operations due within it that failed on SQLITE_BUSY, failed ops those that failed at all"
+		return how + "write lock % is the share of the pass's time it held the database's write lock (/proc/locks, sampled every " + sqliteInterval.String() + "); busy ops are the workload's operations due within it that failed on SQLITE_BUSY, failed ops those that failed at all"
 	}
-	log := "the WAL written (pg_current_wal_insert_lsn)"
+	log, every := "the WAL written (pg_current_wal_insert_lsn)", costInterval
 	if le.Engine == sqlstore.MySQL {
-		log = "the InnoDB redo log written (Innodb_os_log_written)"
+		log, every = "the InnoDB redo log written (Innodb_os_log_written)", myWaitsInterval
 	}
 	note := how + "pass CPU s is the CPU time of the server's processes or threads serving the pass's sessions; server CPU s is the whole server's CPU time, and MB (10⁶ bytes) " + log +
-		", beyond the no-pass phase's rate over the pass's time; blocked s is the time other sessions waited on a lock a pass session held (sampled every 25 ms)"
+		", beyond the no-pass phase's rate over the pass's time; blocked s is the time other sessions waited on a lock a pass session held (sampled every " + every.String() + ")"
 	var cpu, logRate []float64
 	for _, figs := range le.Reps {
 		for _, f := range figs {
