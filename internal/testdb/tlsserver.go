@@ -6,13 +6,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/tqscavenger/tqscavenger/internal/localserver"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
@@ -141,45 +140,6 @@ func StopTLSServers() {
 	privateServers.started = nil
 }
 
-// findBinary returns the path of the first of names found on PATH or in
-// dirs (globs; the last match of a glob, the newest version, first).
-func findBinary(names []string, dirs ...string) string {
-	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	for _, d := range dirs {
-		matches, _ := filepath.Glob(d)
-		slices.Reverse(matches)
-		for _, m := range matches {
-			for _, n := range names {
-				if p := filepath.Join(m, n); isExecutable(p) {
-					return p
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
-}
-
-// freePort returns a TCP port of 127.0.0.1 below 32768 that nothing
-// listens on (Linux hands out ephemeral ports from 32768 up).
-func freePort() int {
-	for {
-		p := 20000 + rand.IntN(12000)
-		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
-			ln.Close()
-			return p
-		}
-	}
-}
-
 // serverProc is a running server process and its log (stderr).
 type serverProc struct {
 	cmd    *exec.Cmd
@@ -252,7 +212,7 @@ func (p *serverProc) stop() {
 func startWithRetry(start func(port int) (*serverProc, error)) (*serverProc, int, error) {
 	var err error
 	for range 5 {
-		port := freePort()
+		port := localserver.FreePort()
 		var p *serverProc
 		if p, err = start(port); err == nil {
 			return p, port, nil
@@ -266,11 +226,10 @@ func startWithRetry(start func(port int) (*serverProc, error)) (*serverProc, int
 
 // startPostgres starts a private PostgreSQL cluster with TLS.
 func startPostgres() (_ *TLSServer, missing string, _ error) {
-	initdb := findBinary([]string{"initdb"}, "/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin")
-	if initdb == "" {
-		return nil, "PostgreSQL's initdb is not installed (on PATH or in /usr/lib/postgresql/*/bin)", nil
+	initdb, postgres, err := localserver.Postgres()
+	if err != nil {
+		return nil, err.Error(), nil
 	}
-	postgres := filepath.Join(filepath.Dir(initdb), "postgres")
 	owner, err := serverUser("postgres")
 	if err != nil {
 		return nil, err.Error(), nil
@@ -355,10 +314,9 @@ func setupPostgres(ctx context.Context, s *TLSServer) error {
 
 // startMySQL starts a private MariaDB (or MySQL) server with TLS.
 func startMySQL() (_ *TLSServer, missing string, _ error) {
-	mysqld := findBinary([]string{"mariadbd", "mysqld"}, "/usr/sbin", "/usr/local/mysql/bin")
-	install := findBinary([]string{"mariadb-install-db", "mysql_install_db"}, "/usr/bin", "/usr/local/mysql/scripts")
-	if mysqld == "" || install == "" {
-		return nil, "MariaDB's mariadbd and mariadb-install-db are not installed", nil
+	mysqld, install, err := localserver.MariaDB()
+	if err != nil {
+		return nil, err.Error(), nil
 	}
 	dir, err := os.MkdirTemp("", "tqs-tls-mariadb-")
 	if err != nil {

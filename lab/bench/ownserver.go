@@ -6,19 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/tqscavenger/tqscavenger/internal/localserver"
 	"github.com/tqscavenger/tqscavenger/sqlstore"
 )
 
@@ -99,51 +98,12 @@ func (s *ownServer) stop() error {
 	return err
 }
 
-// findBinary returns the first of names found on PATH or in dirs
-// (globs; of a glob's matches the last, the newest version, first).
-func findBinary(names []string, dirs ...string) string {
-	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	for _, d := range dirs {
-		matches, _ := filepath.Glob(d)
-		slices.Reverse(matches)
-		for _, m := range matches {
-			for _, n := range names {
-				if p := filepath.Join(m, n); isExecutable(p) {
-					return p
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
-}
-
-// freePort returns a port of 127.0.0.1 below 32768 (Linux hands out
-// ephemeral ports from 32768 up) that nothing listens on now.
-func freePort() int {
-	for {
-		p := 20000 + rand.IntN(12000)
-		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
-			ln.Close()
-			return p
-		}
-	}
-}
-
 // onFreePort starts a server with start on a free port, and on another
 // one if something took the port in the meantime.
 func onFreePort(start func(port int) (*serverProc, error)) (*serverProc, int, error) {
 	var err error
 	for range 5 {
-		port := freePort()
+		port := localserver.FreePort()
 		var p *serverProc
 		if p, err = start(port); err == nil {
 			return p, port, nil
@@ -158,14 +118,9 @@ func onFreePort(start func(port int) (*serverProc, error)) (*serverProc, int, er
 // startOwnPostgres initdbs a cluster and starts its postmaster. As root
 // both run as user postgres: PostgreSQL refuses root.
 func startOwnPostgres(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, err error) {
-	initdb := findBinary([]string{"initdb"}, "/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin")
-	if initdb == "" {
-		return nil, errors.New("bench: the production topology starts a PostgreSQL server of the lab's own, and PostgreSQL's initdb is not installed (on PATH or in /usr/lib/postgresql/*/bin); or use the shared topology")
-	}
-	initdb, _ = filepath.EvalSymlinks(initdb) // /usr/local/bin/initdb → the version's bin
-	postgres := filepath.Join(filepath.Dir(initdb), "postgres")
-	if !isExecutable(postgres) {
-		return nil, fmt.Errorf("bench: the production topology starts a PostgreSQL server of the lab's own: there is initdb (%s) but no %s", initdb, postgres)
+	initdb, postgres, err := localserver.Postgres()
+	if err != nil {
+		return nil, fmt.Errorf("bench: the production topology starts a PostgreSQL server of the lab's own, and %w; or use the shared topology", err)
 	}
 	owner, err := lookupServerUser("postgres")
 	if err != nil {
@@ -212,10 +167,9 @@ func startOwnPostgres(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, e
 // mysqld), then lets root in over TCP from 127.0.0.1 and creates
 // database test. As root the server runs as root (--user=root).
 func startOwnMariaDB(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, err error) {
-	mysqld := findBinary([]string{"mariadbd", "mysqld"}, "/usr/sbin", "/usr/local/mysql/bin")
-	install := findBinary([]string{"mariadb-install-db", "mysql_install_db"}, "/usr/bin", "/usr/local/mysql/scripts")
-	if mysqld == "" || install == "" {
-		return nil, errors.New("bench: the production topology starts a MariaDB server of the lab's own, and MariaDB's mariadbd and mariadb-install-db are not installed (on PATH or in /usr/sbin, /usr/bin); or use the shared topology")
+	mysqld, install, err := localserver.MariaDB()
+	if err != nil {
+		return nil, fmt.Errorf("bench: the production topology starts a MariaDB server of the lab's own, and %w; or use the shared topology", err)
 	}
 	dir, err := os.MkdirTemp("", "tqslab-mariadb-")
 	if err != nil {
