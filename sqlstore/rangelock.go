@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tqscavenger/tqscavenger/store"
 )
@@ -119,6 +120,14 @@ func (s *DB) lockPostgresRange(ctx context.Context, r store.HashRange) (_ store.
 	held := false
 	defer func() {
 		if !held {
+			// A refused attempt may hold some of its cells: give them back
+			// before returning. Closing the connection ends the session
+			// and its locks too, but only once the server has noticed, and
+			// a pass trying right after was refused meanwhile by a session
+			// nobody holds (CI at b1b568c, TestRangeLocks under load).
+			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			conn.ExecContext(rctx, "SELECT pg_advisory_unlock_all()") // on error the session's end frees them
+			rcancel()
 			discard(conn) // the session and every lock it got go
 			pool.Close()
 		}
