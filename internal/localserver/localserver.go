@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Postgres returns PostgreSQL's initdb and the postgres server of the
@@ -77,11 +78,31 @@ func IsExecutable(p string) bool {
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
+// Start starts a server with start on a free port (FreePort), and on
+// another one if something took the port in the meantime (start's error
+// says "in use"), at most 5 times. It returns the server and its port.
+func Start[S any](start func(port int) (S, error)) (S, int, error) {
+	var (
+		srv S
+		err error
+	)
+	for range 5 {
+		port := FreePort()
+		if srv, err = start(port); err == nil {
+			return srv, port, nil
+		}
+		if !strings.Contains(err.Error(), "in use") {
+			break
+		}
+	}
+	var zero S
+	return zero, 0, err
+}
+
 // FreePort returns a TCP port of 127.0.0.1 below 32768 that nothing
 // listens on now (Linux hands out ephemeral ports from 32768 up, so a
 // server started on one does not meet a client's port). Another process
-// may take it before the server binds it: callers retry a start that
-// fails on its port.
+// may take it before the server binds it: Start retries.
 func FreePort() int {
 	for {
 		p := 20000 + rand.IntN(12000)

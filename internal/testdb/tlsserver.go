@@ -207,23 +207,6 @@ func (p *serverProc) stop() {
 	}
 }
 
-// startWithRetry starts a server on a free port, and on another one if
-// something took the port in the meantime.
-func startWithRetry(start func(port int) (*serverProc, error)) (*serverProc, int, error) {
-	var err error
-	for range 5 {
-		port := localserver.FreePort()
-		var p *serverProc
-		if p, err = start(port); err == nil {
-			return p, port, nil
-		}
-		if !strings.Contains(err.Error(), "in use") {
-			break
-		}
-	}
-	return nil, 0, err
-}
-
 // startPostgres starts a private PostgreSQL cluster with TLS.
 func startPostgres() (_ *TLSServer, missing string, _ error) {
 	initdb, postgres, err := localserver.Postgres()
@@ -265,7 +248,7 @@ func startPostgres() (_ *TLSServer, missing string, _ error) {
 	if err := owner.chown(dir); err != nil {
 		return fail(err)
 	}
-	s.proc, s.Port, err = startWithRetry(func(port int) (*serverProc, error) {
+	s.proc, s.Port, err = localserver.Start(func(port int) (*serverProc, error) {
 		cmd := exec.Command(postgres, "-D", data,
 			"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(port),
 			"-c", "unix_socket_directories="+dir, "-c", "max_connections=30", "-c", "shared_buffers=16MB",
@@ -340,7 +323,7 @@ func startMySQL() (_ *TLSServer, missing string, _ error) {
 		return fail(fmt.Errorf("%s: %v\n%s", filepath.Base(install), err, out))
 	}
 	socket := filepath.Join(dir, "mysqld.sock")
-	s.proc, s.Port, err = startWithRetry(func(port int) (*serverProc, error) {
+	s.proc, s.Port, err = localserver.Start(func(port int) (*serverProc, error) {
 		args := []string{"--no-defaults", "--datadir=" + data, "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
 			"--socket=" + socket, "--pid-file=" + filepath.Join(dir, "mysqld.pid"), "--skip-name-resolve",
 			"--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=0",

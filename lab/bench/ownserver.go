@@ -98,23 +98,6 @@ func (s *ownServer) stop() error {
 	return err
 }
 
-// onFreePort starts a server with start on a free port, and on another
-// one if something took the port in the meantime.
-func onFreePort(start func(port int) (*serverProc, error)) (*serverProc, int, error) {
-	var err error
-	for range 5 {
-		port := localserver.FreePort()
-		var p *serverProc
-		if p, err = start(port); err == nil {
-			return p, port, nil
-		}
-		if !strings.Contains(err.Error(), "in use") {
-			break
-		}
-	}
-	return nil, 0, err
-}
-
 // startOwnPostgres initdbs a cluster and starts its postmaster. As root
 // both run as user postgres: PostgreSQL refuses root.
 func startOwnPostgres(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, err error) {
@@ -146,7 +129,7 @@ func startOwnPostgres(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, e
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("bench: initdb: %w\n%s", err, out)
 	}
-	proc, port, err := onFreePort(func(port int) (*serverProc, error) {
+	proc, port, err := localserver.Start(func(port int) (*serverProc, error) {
 		args := []string{"-D", data, "-c", "listen_addresses=127.0.0.1", "-c", "port=" + strconv.Itoa(port), "-c", "unix_socket_directories=" + dir}
 		for _, s := range ownPostgresSettings {
 			args = append(args, "-c", s)
@@ -192,7 +175,7 @@ func startOwnMariaDB(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, er
 		return nil, fmt.Errorf("bench: %s: %w\n%s", filepath.Base(install), err, out)
 	}
 	socket := filepath.Join(dir, "mysqld.sock")
-	proc, port, err := onFreePort(func(port int) (*serverProc, error) {
+	proc, port, err := localserver.Start(func(port int) (*serverProc, error) {
 		args := append([]string{"--no-defaults", "--datadir=" + data, "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
 			"--socket=" + socket, "--pid-file=" + filepath.Join(dir, "mysqld.pid")}, ownMariaDBSettings...)
 		if asRoot {
