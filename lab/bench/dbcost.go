@@ -86,6 +86,21 @@ type Cost struct {
 	// PassBlockedSeconds (PostgreSQL, MariaDB) is the same for the pass
 	// sessions waiting on a lock anyone else held, sampled alike.
 	PassBlockedSeconds *float64
+	// RunDelay (PostgreSQL, MariaDB) is the time the server's processes
+	// (PostgreSQL) or threads (MariaDB) spent runnable, waiting for a CPU,
+	// over the span, seconds (/proc/…/schedstat's run delay): those that
+	// lived through the whole span, less the pass's (its backends, its
+	// connection threads). The workload's sessions and the server's
+	// background are among them: compare it with a span without a pass,
+	// as ServerCPU. Where the server's CPU is the contended resource, a
+	// pass shows here as the workload's statements queue for a CPU.
+	RunDelay *float64
+	// Waits (PostgreSQL) is the time the sessions other than the pass's
+	// spent active, sampled (each tick adds the time since the last to
+	// each active session's class), by what pg_stat_activity said they
+	// waited on: "CPU" (no wait event: running or waiting for a CPU),
+	// "WAL", "Lock", "LWLock", "IO", "other" (waitClass), seconds.
+	Waits map[string]float64
 	// WriteLockSeconds (SQLite) is the time the pass held the database's
 	// write lock, seconds, sampled: each tick that finds a process of the
 	// pass holding it in /proc/locks (WAL mode: byte 120 of the -shm

@@ -35,7 +35,11 @@ type myCost struct {
 	serverStart int64
 	// cpu reads the pass's connection threads; nil when they are not
 	// readable (no TID column: MySQL, or MariaDB before 10.5).
-	cpu      *cpuTracker
+	cpu *cpuTracker
+	// delays is the server's threads' run-queue waits at the start (nil
+	// when not readable), passTids every thread seen serving the pass.
+	delays   runDelays
+	passTids map[int]bool
 	logStart int64
 	logOK    bool
 	// waits is whether INNODB_LOCK_WAITS can be read; waitsAt when it
@@ -55,7 +59,7 @@ const myWaitsInterval = 150 * time.Millisecond
 func startMySQLCost(ctx context.Context, d sqlstore.DSN, id passIdent, c *Cost) costProbe {
 	db, err := costConnect(ctx, d)
 	if err != nil {
-		return unavailableProbe(c, err, "PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds")
+		return unavailableProbe(c, err, "PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds", "RunDelay")
 	}
 	p := &myCost{db: db, id: id}
 	if p.logStart, err = redoWritten(ctx, db); err != nil {
@@ -66,9 +70,16 @@ func startMySQLCost(ctx context.Context, d sqlstore.DSN, id passIdent, c *Cost) 
 	if err := p.findServer(ctx); err != nil {
 		c.unavailable("PassCPU", err)
 		c.unavailable("ServerCPU", err)
-	} else if p.cpu, err = newCPUTracker(); err != nil {
-		c.unavailable("PassCPU", err)
+		c.unavailable("RunDelay", err)
+	} else {
+		if p.cpu, err = newCPUTracker(); err != nil {
+			c.unavailable("PassCPU", err)
+		}
+		if p.delays, err = threadDelays(p.server); err != nil {
+			c.unavailable("RunDelay", err)
+		}
 	}
+	p.passTids = map[int]bool{}
 	if _, err := p.lockWaits(ctx); err != nil {
 		err = fmt.Errorf("information_schema.INNODB_LOCK_WAITS (MariaDB; PROCESS privilege): %w", err)
 		c.unavailable("BlockedSeconds", err)
@@ -141,11 +152,16 @@ func (p *myCost) tick(ctx context.Context, _ time.Duration) int {
 		keys[i], ports[i] = s.id, s.port
 	}
 	p.classify(p.id, keys, ports, apps)
-	if p.cpu != nil {
-		for _, s := range ss {
-			if p.pass[s.id] && s.tid > 0 {
-				p.cpu.read(s.id, int(s.tid), fmt.Sprintf("/proc/%d/task/%d/stat", p.server, s.tid))
-			}
+	for _, s := range ss {
+		if !p.pass[s.id] || s.tid <= 0 {
+			continue
+		}
+		// A connection thread goes back to the server's thread cache
+		// when its session ends, to serve another: its run-queue wait
+		// is the pass's for the whole span.
+		p.passTids[int(s.tid)] = true
+		if p.cpu != nil {
+			p.cpu.read(s.id, int(s.tid), fmt.Sprintf("/proc/%d/task/%d/stat", p.server, s.tid))
 		}
 	}
 	now := time.Now()
@@ -266,6 +282,14 @@ func (p *myCost) finish(ctx context.Context, c *Cost) {
 	if p.cpu != nil {
 		secs := p.cpu.seconds()
 		c.PassCPU = &secs
+	}
+	if p.delays != nil {
+		if end, err := threadDelays(p.server); err != nil {
+			c.unavailable("RunDelay", err)
+		} else {
+			secs := end.since(p.delays, p.passTids)
+			c.RunDelay = &secs
+		}
 	}
 	p.report(c, c.Samples)
 	if !p.waits {

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,6 +29,13 @@ type pgCost struct {
 	postmaster int
 	server     int64
 	startLSN   string
+	// delays is the server's processes' run-queue waits at the start (nil
+	// when not readable), passPids every pid seen serving the pass.
+	delays   runDelays
+	passPids map[int]bool
+	// waits is the time the other sessions spent active, sampled, by
+	// what they waited on (waitClass).
+	waits map[string]float64
 }
 
 // costSessions is what both servers' probes keep of the sessions they saw.
@@ -133,7 +141,7 @@ func costConnect(ctx context.Context, d sqlstore.DSN) (*sql.DB, error) {
 func startPostgresCost(ctx context.Context, d sqlstore.DSN, id passIdent, c *Cost) costProbe {
 	db, err := costConnect(ctx, d)
 	if err != nil {
-		return unavailableProbe(c, err, "PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds")
+		return unavailableProbe(c, err, "PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds", "RunDelay", "Waits")
 	}
 	p := &pgCost{db: db, id: id}
 	if err := db.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&p.startLSN); err != nil {
@@ -142,9 +150,16 @@ func startPostgresCost(ctx context.Context, d sqlstore.DSN, id passIdent, c *Cos
 	if err := p.findServer(ctx); err != nil {
 		c.unavailable("PassCPU", err)
 		c.unavailable("ServerCPU", err)
-	} else if p.cpu, err = newCPUTracker(); err != nil {
-		c.unavailable("PassCPU", err)
+		c.unavailable("RunDelay", err)
+	} else {
+		if p.cpu, err = newCPUTracker(); err != nil {
+			c.unavailable("PassCPU", err)
+		}
+		if p.delays, err = postmasterDelays(p.postmaster); err != nil {
+			c.unavailable("RunDelay", err)
+		}
 	}
+	p.passPids, p.waits = map[int]bool{}, map[string]float64{}
 	p.tick(ctx, 0) // the pass's backends' CPU at the start
 	return p
 }
@@ -201,10 +216,12 @@ func postmasterTicks(pm int) (int64, error) {
 
 // pgSessionsQuery lists the server's sessions but the sampler's: client
 // backends, and parallel workers under their leader; for each waiting on
-// a heavyweight lock, the pids that block it.
+// a heavyweight lock, the pids that block it; what each active one waits
+// on ("" for an idle one).
 const pgSessionsQuery = `SELECT pid, coalesce(leader_pid, 0), coalesce(backend_start::text, ''),
 	coalesce(application_name, ''), coalesce(client_port, -1),
-	CASE WHEN wait_event_type = 'Lock' THEN array_to_string(pg_blocking_pids(pid), ',') ELSE '' END
+	CASE WHEN wait_event_type = 'Lock' THEN array_to_string(pg_blocking_pids(pid), ',') ELSE '' END,
+	CASE WHEN state = 'active' THEN 'active:' || coalesce(wait_event_type, '') || ':' || coalesce(wait_event, '') ELSE '' END
 FROM pg_stat_activity
 WHERE backend_type IN ('client backend', 'parallel worker') AND pid <> pg_backend_pid()`
 
@@ -214,6 +231,26 @@ type pgSession struct {
 	key, app    string
 	port        int
 	blockers    []int
+	// wait is "" for a session not active, else waitClass's class.
+	wait string
+}
+
+// waitClass is the class of what an active session waits on, by
+// pg_stat_activity's wait_event_type and wait_event: "CPU" (no wait
+// event: running, or runnable waiting for a CPU), "WAL" (WAL inserts,
+// writes and flushes: LWLock WALInsert, WALWrite, WALBufMapping, IO
+// WALSync, WALWrite, …), "Lock" (heavyweight locks), "LWLock" and "IO"
+// (the others of those types), "other" (IPC, client, timeouts, …).
+func waitClass(typ, event string) string {
+	switch {
+	case typ == "":
+		return "CPU"
+	case (typ == "LWLock" || typ == "IO") && strings.HasPrefix(event, "WAL"):
+		return "WAL"
+	case typ == "Lock", typ == "LWLock", typ == "IO":
+		return typ
+	}
+	return "other"
 }
 
 func (p *pgCost) tick(ctx context.Context, dt time.Duration) int {
@@ -244,6 +281,11 @@ func (p *pgCost) tick(ctx context.Context, dt time.Duration) int {
 	passWaiting, waiting := 0, 0
 	for _, s := range ss {
 		isPass := passPid[s.pid]
+		if isPass {
+			p.passPids[s.pid] = true
+		} else if s.wait != "" {
+			p.waits[s.wait] += dt.Seconds()
+		}
 		if isPass && p.cpu != nil {
 			p.cpu.read(s.key, s.pid, "/proc/"+strconv.Itoa(s.pid)+"/stat")
 		}
@@ -280,9 +322,13 @@ func (p *pgCost) list(ctx context.Context) ([]pgSession, error) {
 	var ss []pgSession
 	for rows.Next() {
 		var s pgSession
-		var start, blockers string
-		if err := rows.Scan(&s.pid, &s.leader, &start, &s.app, &s.port, &blockers); err != nil {
+		var start, blockers, wait string
+		if err := rows.Scan(&s.pid, &s.leader, &start, &s.app, &s.port, &blockers, &wait); err != nil {
 			return nil, err
+		}
+		if rest, ok := strings.CutPrefix(wait, "active:"); ok {
+			typ, event, _ := strings.Cut(rest, ":")
+			s.wait = waitClass(typ, event)
 		}
 		s.key = strconv.Itoa(s.pid) + "@" + start
 		for _, b := range strings.Split(blockers, ",") {
@@ -318,7 +364,20 @@ func (p *pgCost) finish(ctx context.Context, c *Cost) {
 		secs := p.cpu.seconds()
 		c.PassCPU = &secs
 	}
+	if p.delays != nil {
+		if end, err := postmasterDelays(p.postmaster); err != nil {
+			c.unavailable("RunDelay", err)
+		} else {
+			secs := end.since(p.delays, p.passPids)
+			c.RunDelay = &secs
+		}
+	}
 	p.report(c, c.Samples)
+	if c.BlockedSeconds != nil { // the samples held: their waits too
+		c.Waits = p.waits
+	} else {
+		c.unavailable("Waits", errors.New(c.Why["BlockedSeconds"]))
+	}
 	c.BlockedInterval = c.Interval
 }
 

@@ -197,9 +197,9 @@ func describeCost(c Cost) string {
 	if c.WALBytes != nil {
 		wal = fmt.Sprintf("WALBytes %d", *c.WALBytes)
 	}
-	return fmt.Sprintf("span %s, %d samples (%d failed); %s (%d sessions), %s, %s, %s (%d sessions), %s, %s",
+	return fmt.Sprintf("span %s, %d samples (%d failed); %s (%d sessions), %s, %s, %s (%d sessions), %s, %s, waits %v, %s",
 		c.Span.Round(time.Millisecond), c.Samples, c.FailedSamples, f("PassCPU", c.PassCPU), c.PassSessions, f("ServerCPU", c.ServerCPU), wal,
-		f("BlockedSeconds", c.BlockedSeconds), c.BlockedSessions, f("PassBlockedSeconds", c.PassBlockedSeconds), f("WriteLockSeconds", c.WriteLockSeconds))
+		f("BlockedSeconds", c.BlockedSeconds), c.BlockedSessions, f("PassBlockedSeconds", c.PassBlockedSeconds), f("RunDelay", c.RunDelay), c.Waits, f("WriteLockSeconds", c.WriteLockSeconds))
 }
 
 // waitTicks waits for s to take n more ticks.
@@ -545,12 +545,12 @@ func TestCostUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := stopCost(t, s)
-	for _, f := range []string{"PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds"} {
+	for _, f := range []string{"PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds", "RunDelay", "Waits"} {
 		if c.Why[f] == "" {
 			t.Errorf("%s: no reason given", f)
 		}
 	}
-	if c.PassCPU != nil || c.ServerCPU != nil || c.WALBytes != nil || c.BlockedSeconds != nil || c.PassBlockedSeconds != nil {
+	if c.PassCPU != nil || c.ServerCPU != nil || c.WALBytes != nil || c.BlockedSeconds != nil || c.PassBlockedSeconds != nil || c.RunDelay != nil || c.Waits != nil {
 		t.Errorf("an unreachable server measured: %s", describeCost(c))
 	}
 	s, err = startCost(ctx, sqlstore.SQLite, "sqlite:"+t.TempDir()+"/none.db", passIdent{})

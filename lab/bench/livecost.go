@@ -45,6 +45,14 @@ type LiveDB struct {
 	// Blocked is the time other sessions spent waiting on the pass's
 	// locks, seconds, sampled (PostgreSQL, MariaDB).
 	Blocked LiveDBFigure
+	// RunDelay is the time the server's processes or threads other than
+	// the pass's waited for a CPU beyond the no-pass rate, seconds
+	// (PostgreSQL, MariaDB).
+	RunDelay LiveDBFigure
+	// WALWait is the time the other sessions spent waiting on the WAL
+	// (its insert locks, writes and flushes) beyond the no-pass rate,
+	// seconds, sampled (PostgreSQL).
+	WALWait LiveDBFigure
 	// WriteLock is the share of the window the pass held the write lock,
 	// 0 to 1 (SQLite).
 	WriteLock LiveDBFigure
@@ -92,7 +100,7 @@ func medianOf(vs []float64) float64 {
 
 // costFigures are the figures a sampler fails to start without: every
 // one it has.
-var costFigures = []string{"PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds", "WriteLockSeconds"}
+var costFigures = []string{"PassCPU", "ServerCPU", "WALBytes", "BlockedSeconds", "PassBlockedSeconds", "RunDelay", "Waits", "WriteLockSeconds"}
 
 // roundCost watches the database side of one round's window.
 type roundCost struct {
@@ -157,12 +165,15 @@ func roundCostOf(c Cost, ss []sample) *LiveRoundCost {
 // from their rounds' costs: the server's CPU and log beyond the rates of
 // the repetition's no-pass phase.
 func setDB(figs []LiveFigure) {
-	var cpuRate, logRate LiveDBFigure
+	var cpuRate, logRate, delayRate, walRate LiveDBFigure
 	if i := slices.IndexFunc(figs, func(f LiveFigure) bool { return f.Phase == LiveNone }); i >= 0 {
-		cpuRate, logRate = baseRates(figs[i])
+		cpuRate = baseRate(figs[i], "ServerCPU", serverCPU)
+		logRate = baseRate(figs[i], "WALBytes", walBytes)
+		delayRate = baseRate(figs[i], "RunDelay", runDelay)
+		walRate = baseRate(figs[i], "Waits", walWait)
 	} else {
 		why := "no no-pass phase ran to take the server's rate without a pass from"
-		cpuRate.Why, logRate.Why = why, why
+		cpuRate.Why, logRate.Why, delayRate.Why, walRate.Why = why, why, why, why
 	}
 	for j := range figs {
 		f := &figs[j]
@@ -171,14 +182,11 @@ func setDB(figs []LiveFigure) {
 			c := rc.Cost
 			if f.Phase != LiveNone {
 				f.DB.PassCPU.add(value(c.PassCPU, c, "PassCPU"))
-				f.DB.ServerCPU.add(beyond(c.ServerCPU, c, "ServerCPU", cpuRate, 1))
-				var wal *float64
-				if c.WALBytes != nil {
-					b := float64(*c.WALBytes)
-					wal = &b
-				}
-				f.DB.LogMB.add(beyond(wal, c, "WALBytes", logRate, 1e6))
+				f.DB.ServerCPU.add(beyond(serverCPU(c), c, "ServerCPU", cpuRate, 1))
+				f.DB.LogMB.add(beyond(walBytes(c), c, "WALBytes", logRate, 1e6))
 				f.DB.Blocked.add(value(c.BlockedSeconds, c, "BlockedSeconds"))
+				f.DB.RunDelay.add(beyond(runDelay(c), c, "RunDelay", delayRate, 1))
+				f.DB.WALWait.add(beyond(walWait(c), c, "Waits", walRate, 1))
 				if share, ok := c.WriteLockShare(); ok {
 					f.DB.WriteLock.add(share, "")
 				} else {
@@ -191,27 +199,41 @@ func setDB(figs []LiveFigure) {
 	}
 }
 
-// baseRates are the server's CPU seconds and log bytes per second over
-// the rounds of f, the no-pass phase.
-func baseRates(f LiveFigure) (cpu, log LiveDBFigure) {
+// The server-wide figures of a Cost, nil where it has none, that a
+// phase counts beyond the no-pass phase's rate.
+func serverCPU(c Cost) *float64 { return c.ServerCPU }
+func runDelay(c Cost) *float64  { return c.RunDelay }
+func walBytes(c Cost) *float64 {
+	if c.WALBytes == nil {
+		return nil
+	}
+	b := float64(*c.WALBytes)
+	return &b
+}
+func walWait(c Cost) *float64 {
+	if c.Waits == nil {
+		return nil
+	}
+	s := c.Waits["WAL"]
+	return &s
+}
+
+// baseRate is figure name (read by get) per second over the rounds of f,
+// the no-pass phase.
+func baseRate(f LiveFigure, name string, get func(Cost) *float64) LiveDBFigure {
+	var rate LiveDBFigure
 	for _, rc := range f.Costs {
 		c := rc.Cost
-		secs := c.Span.Seconds()
-		if c.ServerCPU != nil && secs > 0 {
-			cpu.add(*c.ServerCPU/secs, "")
+		if v, secs := get(c), c.Span.Seconds(); v != nil && secs > 0 {
+			rate.add(*v/secs, "")
 		} else {
-			cpu.add(0, "no pass: "+why(c, "ServerCPU"))
-		}
-		if c.WALBytes != nil && secs > 0 {
-			log.add(float64(*c.WALBytes)/secs, "")
-		} else {
-			log.add(0, "no pass: "+why(c, "WALBytes"))
+			rate.add(0, "no pass: "+why(c, name))
 		}
 	}
 	if len(f.Costs) == 0 {
-		cpu.Why, log.Why = "the no-pass phase measured no round", "the no-pass phase measured no round"
+		rate.Why = "the no-pass phase measured no round"
 	}
-	return cpu, log
+	return rate
 }
 
 // value is figure v of c, or why it is missing.

@@ -36,12 +36,17 @@ func dbColumns(e sqlstore.Engine) []dbColumn {
 	if e == sqlstore.MySQL {
 		log = "redo MB over no pass"
 	}
-	return []dbColumn{
+	cols := []dbColumn{
 		{name: "pass CPU s", pick: func(d LiveDB) LiveDBFigure { return d.PassCPU }, format: "%.2f", pass: true},
 		{name: "server CPU s over no pass", pick: func(d LiveDB) LiveDBFigure { return d.ServerCPU }, format: "%.2f", pass: true},
 		{name: log, pick: func(d LiveDB) LiveDBFigure { return d.LogMB }, format: "%.1f", pass: true},
 		{name: "blocked s", pick: func(d LiveDB) LiveDBFigure { return d.Blocked }, format: "%.2f", pass: true},
+		{name: "CPU wait s over no pass", pick: func(d LiveDB) LiveDBFigure { return d.RunDelay }, format: "%.2f", pass: true},
 	}
+	if e == sqlstore.Postgres {
+		cols = append(cols, dbColumn{name: "WAL wait s over no pass", pick: func(d LiveDB) LiveDBFigure { return d.WALWait }, format: "%.2f", pass: true})
+	}
+	return cols
 }
 
 // scaled is f with every value times k.
@@ -358,14 +363,17 @@ func dbNote(le LiveEngine) string {
 		log, every = "the InnoDB redo log written (Innodb_os_log_written)", myWaitsInterval
 	}
 	note := how + "pass CPU s is the CPU time of the server's processes or threads serving the pass's sessions; server CPU s is the whole server's CPU time, and MB (10⁶ bytes) " + log +
-		", beyond the no-pass phase's rate over the pass's time; blocked s is the time other sessions waited on a lock a pass session held (sampled every " + every.String() + ")"
+		", beyond the no-pass phase's rate over the pass's time; blocked s is the time other sessions waited on a lock a pass session held (sampled every " + every.String() + "); CPU wait s is the time the server's processes or threads other than the pass's waited for a CPU (/proc/…/schedstat), beyond the no-pass rate"
+	if le.Engine == sqlstore.Postgres {
+		note += "; WAL wait s is the time the other sessions spent active waiting on the WAL (LWLock WALInsert/WALWrite, IO WALSync/WALWrite…, pg_stat_activity sampled every " + costInterval.String() + "), beyond the no-pass rate"
+	}
 	var cpu, logRate []float64
 	for _, figs := range le.Reps {
 		for _, f := range figs {
 			if f.Phase != LiveNone {
 				continue
 			}
-			c, l := baseRates(f)
+			c, l := baseRate(f, "ServerCPU", serverCPU), baseRate(f, "WALBytes", walBytes)
 			if c.ok() {
 				cpu = append(cpu, c.Median)
 			}
