@@ -118,11 +118,11 @@ func newFlags(e *env, name, usage string) *pflag.FlagSet {
 	return fs
 }
 
-// parse parses args into fs; a bad flag is a usage error.
+// parse parses args into fs; a bad flag is a usage error. For --help,
+// pflag has printed the usage itself.
 func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fs.Usage()
 			return err
 		}
 		return usageError{err}

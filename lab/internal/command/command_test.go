@@ -163,3 +163,18 @@ func TestFindMainModule(t *testing.T) {
 		t.Errorf("outside the repository: %v, want an error naming --binary", err)
 	}
 }
+
+// TestHelpOnce: each command's --help prints its usage once, exit 0.
+func TestHelpOnce(t *testing.T) {
+	for _, c := range subcommands() {
+		for _, h := range []string{"--help", "-h"} {
+			var out, errb bytes.Buffer
+			if code := Main([]string{c.name, h}, &out, &errb); code != ExitOK {
+				t.Errorf("%s %s: exit %d: %s", c.name, h, code, errb.String())
+			}
+			if n := strings.Count(out.String(), "Usage: tqslab "+c.name); n != 1 {
+				t.Errorf("%s %s: the usage printed %d times, want once:\n%s", c.name, h, n, out.String())
+			}
+		}
+	}
+}
