@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -213,7 +212,7 @@ func startPostgres() (_ *TLSServer, missing string, _ error) {
 	if err != nil {
 		return nil, err.Error(), nil
 	}
-	owner, err := serverUser("postgres")
+	owner, err := localserver.LookupUser("postgres")
 	if err != nil {
 		return nil, err.Error(), nil
 	}
@@ -230,11 +229,11 @@ func startPostgres() (_ *TLSServer, missing string, _ error) {
 		return fail(err)
 	}
 	data := filepath.Join(dir, "data")
-	if err := owner.chown(dir); err != nil {
+	if err := owner.Chown(dir); err != nil {
 		return fail(err)
 	}
 	cmd := exec.Command(initdb, "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8")
-	owner.runAs(cmd)
+	owner.RunAs(cmd)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
 	}
@@ -245,7 +244,7 @@ func startPostgres() (_ *TLSServer, missing string, _ error) {
 	if err := os.WriteFile(filepath.Join(data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
 		return fail(err)
 	}
-	if err := owner.chown(dir); err != nil {
+	if err := owner.Chown(dir); err != nil {
 		return fail(err)
 	}
 	s.proc, s.Port, err = localserver.Start(func(port int) (*serverProc, error) {
@@ -255,7 +254,7 @@ func startPostgres() (_ *TLSServer, missing string, _ error) {
 			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "logging_collector=off",
 			"-c", "ssl=on", "-c", "ssl_cert_file="+s.Certs.ServerCert, "-c", "ssl_key_file="+s.Certs.ServerKey,
 			"-c", "ssl_ca_file="+s.Certs.CA)
-		owner.runAs(cmd)
+		owner.RunAs(cmd)
 		return startProc(cmd, "database system is ready to accept connections")
 	})
 	if err != nil {
@@ -382,6 +381,3 @@ func setupTables(ctx context.Context, dsn string) error {
 	defer db.Close()
 	return db.Setup(ctx)
 }
-
-// errNoServerUser is serverUser's error where the servers cannot run.
-var errNoServerUser = errors.New("private test servers need Linux")

@@ -4,13 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -133,45 +130,4 @@ func processCPUs(pid int) (string, error) {
 	}
 	slices.Sort(lists)
 	return strings.Join(lists, "; "), nil
-}
-
-// serverUser is the user a server that refuses root runs as when the lab
-// is root: its credentials, and a chown for its files. Not root: nil,
-// the lab's own user.
-type serverUser struct{ cred *syscall.Credential }
-
-func lookupServerUser(name string) (serverUser, error) {
-	if os.Geteuid() != 0 {
-		return serverUser{}, nil
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return serverUser{}, fmt.Errorf("the lab runs as root, and there is no user %q to run the server as: %w", name, err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return serverUser{}, fmt.Errorf("user %s: %w", name, err)
-	}
-	return serverUser{cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}, nil
-}
-
-// chown gives the user every file under dir.
-func (u serverUser) chown(dir string) error {
-	if u.cred == nil {
-		return nil
-	}
-	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, int(u.cred.Uid), int(u.cred.Gid))
-	})
-}
-
-// runAs makes cmd run as the user and die with the lab. The credentials
-// are the child's own (not runuser's, which would stand between the lab
-// and the server, its pid not the server's).
-func (u serverUser) runAs(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred, Pdeathsig: syscall.SIGKILL}
 }

@@ -105,7 +105,7 @@ func startOwnPostgres(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, e
 	if err != nil {
 		return nil, fmt.Errorf("bench: the production topology starts a PostgreSQL server of the lab's own, and %w; or use the shared topology", err)
 	}
-	owner, err := lookupServerUser("postgres")
+	owner, err := localserver.LookupUser("postgres")
 	if err != nil {
 		return nil, fmt.Errorf("bench: the production topology starts a PostgreSQL server of the lab's own: %w", err)
 	}
@@ -118,14 +118,14 @@ func startOwnPostgres(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, e
 			os.RemoveAll(dir)
 		}
 	}()
-	if err := owner.chown(dir); err != nil {
+	if err := owner.Chown(dir); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	data := filepath.Join(dir, "data")
 	// --no-sync: a cluster thrown away after the run need not survive a
 	// crash of the machine during initdb.
 	cmd := exec.CommandContext(ctx, initdb, "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
-	owner.runAs(cmd)
+	owner.RunAs(cmd)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("bench: initdb: %w\n%s", err, out)
 	}
@@ -135,7 +135,7 @@ func startOwnPostgres(ctx context.Context, pin func(*exec.Cmd)) (_ *ownServer, e
 			args = append(args, "-c", s)
 		}
 		cmd := exec.Command(postgres, args...)
-		owner.runAs(cmd)
+		owner.RunAs(cmd)
 		pin(cmd)
 		return startServerProc(ctx, cmd, "database system is ready to accept connections")
 	})
