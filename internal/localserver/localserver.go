@@ -1,6 +1,7 @@
 // Package localserver finds what a process needs to start a database
 // server of its own beside the shared ones: the server's binaries as this
-// machine installed them, and a free port. The test servers of
+// machine installed them, a free port, and the user it runs as when this
+// process is root (PostgreSQL refuses root). The test servers of
 // internal/testdb (TLS, which the shared servers cannot be reconfigured
 // for) and the lab's own servers (lab/bench's production topology) both
 // start theirs from here; neither ever touches a shared server.
