@@ -1,10 +1,12 @@
 // Command testjson reads `go test -json` on its standard input and prints
 // what `go test` would print without -json for a CI log: each package's
 // result line, and the whole output of every failed test and package.
-// It writes every test's result, one "pass|skip|fail package test" line
-// each, to the file named by its argument, and ends with the counts and
-// the skipped tests' names, so that a test that stopped running shows in
-// the log that stopped it. It exits 1 if a test or package failed.
+// It writes every test's result, one "pass|skip|fail package test
+// seconds" line each, to the file named by its argument, and ends with
+// the counts, the skipped tests' names, so that a test that stopped
+// running shows in the log that stopped it, and the ten slowest top-level
+// tests, so that a suite over its budget shows where its time went. It
+// exits 1 if a test or package failed.
 //
 //	go test -json ./... | go run ./.ci/testjson results.txt
 package main
@@ -24,6 +26,13 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64
+}
+
+// timed is a top-level test and how long it took.
+type timed struct {
+	name string
+	secs float64
 }
 
 func main() {
@@ -46,6 +55,7 @@ func run(in io.Reader, out io.Writer, resultsPath string) int {
 	output := map[string][]string{}
 	counts := map[string]int{}
 	var skipped []string
+	var slowest []timed
 	failed := false
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -77,8 +87,11 @@ func run(in io.Reader, out io.Writer, resultsPath string) int {
 					fmt.Fprint(out, lines[len(lines)-1])
 				}
 			} else {
-				fmt.Fprintf(results, "%s %s %s\n", e.Action, e.Package, e.Test)
+				fmt.Fprintf(results, "%s %s %s %.2f\n", e.Action, e.Package, e.Test, e.Elapsed)
 				counts[e.Action]++
+				if !strings.Contains(e.Test, "/") {
+					slowest = append(slowest, timed{e.Package + " " + e.Test, e.Elapsed})
+				}
 				switch e.Action {
 				case "fail":
 					failed = true
@@ -98,6 +111,11 @@ func run(in io.Reader, out io.Writer, resultsPath string) int {
 	sort.Strings(skipped)
 	for _, s := range skipped {
 		fmt.Fprintln(out, "  skipped:", s)
+	}
+	sort.Slice(slowest, func(i, j int) bool { return slowest[i].secs > slowest[j].secs })
+	fmt.Fprintln(out, "the slowest tests:")
+	for _, t := range slowest[:min(10, len(slowest))] {
+		fmt.Fprintf(out, "  %7.1fs %s\n", t.secs, t.name)
 	}
 	if failed {
 		return 1
