@@ -228,7 +228,8 @@ type Pace struct {
 	// MaxStatementsPerSecond caps the store calls (each one statement,
 	// or a few for batched forms) per second; 0 means unlimited.
 	MaxStatementsPerSecond float64 `json:"max_statements_per_second,omitempty"`
-	// Mode is the pace: PaceGentle (the default) watches for harm and
+	// Mode is the pace: PaceGentle (the default; PaceFull with
+	// CompatTemporal) watches for harm and
 	// backs off; PaceFull runs the fastest safe pass, for a maintenance
 	// window or a copy. See PaceMode. Scavenger.Tune changes it on a
 	// running pass, from its next statement.
@@ -253,7 +254,9 @@ type Pace struct {
 type PaceMode string
 
 const (
-	// PaceGentle, the default (the zero value means it), runs the
+	// PaceGentle, the default (the zero value means it, except with
+	// CompatTemporal, where it means PaceFull: Temporal's knobs and no
+	// controller, as Temporal's scavenger runs), runs the
 	// controller of package internal/pace: it watches its own
 	// statements' latency against a quiet baseline and runs fewer
 	// statements at once, with pauses, while the database is slower,
@@ -270,14 +273,13 @@ const (
 	PaceFull PaceMode = "full"
 )
 
-// ParsePaceMode returns the pace named s ("" is PaceGentle), or an error
-// naming the paces.
+// ParsePaceMode returns the pace named s, or an error naming the paces.
+// "" is the zero PaceMode: the default, which Config.WithDefaults makes
+// PaceGentle, or PaceFull with CompatTemporal.
 func ParsePaceMode(s string) (PaceMode, error) {
 	switch PaceMode(s) {
-	case "", PaceGentle:
-		return PaceGentle, nil
-	case PaceFull:
-		return PaceFull, nil
+	case "", PaceGentle, PaceFull:
+		return PaceMode(s), nil
 	}
 	return "", fmt.Errorf("unknown pace %q: use gentle or full", s)
 }
@@ -405,6 +407,10 @@ func (p Pace) withDefaults(compat Compat) Pace {
 	p.CheckpointInterval = orDefault(p.CheckpointInterval, DefaultCheckpointInterval)
 	if p.Mode == "" {
 		p.Mode = PaceGentle
+		if compat == CompatTemporal {
+			// Temporal's knobs at Temporal's pace: no controller.
+			p.Mode = PaceFull
+		}
 	}
 	if p.YieldFactor <= 0 {
 		p.YieldFactor = DefaultYieldFactor

@@ -289,3 +289,49 @@ func TestPaceSignalsWired(t *testing.T) {
 		}
 	}
 }
+
+// unprovenStore is a whole-database writer that cannot prove that its
+// database is alone: a SQLite store behind a wrapper.
+type unprovenStore struct{ store.Store }
+
+func (unprovenStore) WritesLockDatabase() bool { return true }
+
+// TestPaceSQLiteAlone: a gentle pass on a SQLite file in WAL mode that no
+// other process has open proves it (store.AloneProver) and lifts the duty
+// cycle; one that cannot prove it keeps it. (sqlstore's TestAlone holds
+// the proof to another process that has the file open.)
+func TestPaceSQLiteAlone(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "t.db"), sqlstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Write(ctx, db, seed.Spec{Queues: 20, TasksPerQueue: 50, Expired: 1, IdleAge: 72 * time.Hour, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		st       store.Store
+		alone    bool
+		maxShare float64
+	}{
+		{"proven alone", db, true, 1},
+		{"not proven", unprovenStore{db}, false, 0.25},
+	} {
+		s := New(c.st, Config{Hooks: Hooks{Now: func() time.Time { return now }, Logger: quietLog()}})
+		var p *pace.Pacer
+		s.onPacer = func(got *pace.Pacer) { p = got }
+		st, err := s.Run(ctx)
+		if err != nil || st.Outcome != Completed {
+			t.Fatalf("%s: %s %v", c.name, st.Outcome, err)
+		}
+		if snap := p.Snapshot(); snap.Alone != c.alone || snap.Share > c.maxShare || st.Pace.Alone != c.alone {
+			t.Errorf("%s: alone %v (stats %v), share %g; want alone %v, share at most %g", c.name, snap.Alone, st.Pace.Alone, snap.Share, c.alone, c.maxShare)
+		}
+	}
+}

@@ -24,6 +24,9 @@ type PaceState struct {
 	// Rebasing: the pass is re-measuring its baselines (a short pause,
 	// then statements one at a time).
 	Rebasing bool `json:"rebasing,omitempty"`
+	// Alone: the SQLite database is proven to have no other user, so
+	// the gentle pace's duty cycle is lifted (store.AloneProver).
+	Alone bool `json:"alone,omitempty"`
 	// Backoffs counts the windows that backed off; FloorHits those that
 	// found harm with the pass already at its floor (it could not be
 	// gentler).
@@ -39,7 +42,7 @@ func paceState(s pace.Snapshot) PaceState {
 	}
 	return PaceState{
 		Mode: mode, InFlight: s.InFlight, Allowed: s.Allowed, Share: s.Share, BatchCap: s.BatchCap,
-		Signal: s.Signal, Ratio: s.Ratio, Rebasing: s.Rebasing,
+		Signal: s.Signal, Ratio: s.Ratio, Rebasing: s.Rebasing, Alone: s.Alone,
 		Backoffs: s.Backoffs, FloorHits: s.FloorHits,
 	}
 }

@@ -43,17 +43,20 @@ func paceMiddleware(cfg Config, tune *tunables, stop <-chan struct{}, batch *pac
 // startSignals runs the pass's outside signals for p until the returned
 // func is called: the probe of the pass's store (pace.StartProbe; a pass
 // started at the full pace opens none, and a pace tuned to gentle later
-// does without) and Temporal's metrics endpoints of
+// does without), the proof that a SQLite database has no other user
+// (pace.StartAloneWatch, likewise) and Temporal's metrics endpoints of
 // Config.TemporalMetrics (pace.StartTemporalMetrics).
 func (s *Scavenger) startSignals(ctx context.Context, p *pace.Pacer) (wait func()) {
 	cfg := s.Config()
-	stopProbe := func() {}
+	stopProbe, stopAlone := func() {}, func() {}
 	if cfg.Mode != PaceFull {
 		stopProbe = pace.StartProbe(ctx, s.st, p, cfg.Logger, s.closing)
+		stopAlone = pace.StartAloneWatch(ctx, s.st, p, cfg.Logger, s.closing)
 	}
 	stopTemporal := pace.StartTemporalMetrics(ctx, cfg.TemporalMetrics, p, cfg.Logger, s.closing)
 	return func() {
 		stopTemporal()
+		stopAlone()
 		stopProbe()
 	}
 }

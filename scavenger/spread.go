@@ -7,12 +7,15 @@ import "github.com/tqscavenger/tqscavenger/store"
 
 // commitPattern sets the store's commit sharing for a pass at the pace in
 // effect, and returns how many window jobs a page's queues go to and how
-// many deletes a window keeps running. Only PaceFull shares commits
-// (store.CommitSwitch): beside a live Temporal server on a rollback-journal
-// SQLite file they made its workflows 70-130 % slower. The pattern holds
+// many deletes a window keeps running. Only PaceFull outside
+// CompatTemporal shares commits (store.CommitSwitch): beside a live
+// Temporal server on a rollback-journal SQLite file they made its
+// workflows 70-130 % slower. The pattern holds
 // for the whole pass, whatever pace Tune sets later.
 func (s *Scavenger) commitPattern() (spread, pipeline int) {
-	full := s.tune.pace() == PaceFull
+	// CompatTemporal commits each statement on its own, as Temporal does,
+	// at either pace.
+	full := s.tune.pace() == PaceFull && s.cfg.Compat != CompatTemporal
 	if sw, ok := s.st.(store.CommitSwitch); ok {
 		sw.ShareCommits(full)
 	}

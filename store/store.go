@@ -188,6 +188,17 @@ type WholeDatabaseWriter interface {
 	WritesLockDatabase() bool
 }
 
+// An AloneProver is a WholeDatabaseWriter that can prove that no other
+// process has its database open: a gentle pass that is alone has nobody to
+// leave the writer lock to, and runs at full share.
+type AloneProver interface {
+	// Alone reports whether no other process has the database open, as
+	// proven now; when it cannot be proven, alone is false and why says
+	// what is missing. A connection of this process outside the store is
+	// not seen.
+	Alone(ctx context.Context) (alone bool, why string, err error)
+}
+
 // A Prober is a Store that can time what the cluster's own statements
 // feel: OpenProbe opens a connection of its own, outside the store's pool,
 // for read-only statements that take no locks.

@@ -64,7 +64,7 @@ var briefs = map[string]string{
 	"config":                 "YAML file: flag names as keys, a command's own under serve:, run:, …",
 	"namespace":              "only this namespace, by name or id; repeatable",
 	"closed-workflows":       "also delete the tasks of runs found closed (reads executions)",
-	"pace":                   "gentle (backs off under load) or full",
+	"pace":                   "gentle or full",
 	"max-deletes-per-second": "cap on rows deleted per second",
 	"checkpoint":             "resume from FILE, and keep it while the pass runs",
 	"lock-held-ok":           "exit 0, not 5, when another tqscavenger holds the lock",

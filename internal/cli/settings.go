@@ -61,7 +61,7 @@ type setting struct {
 var passSettings = []setting{
 	// What to delete.
 	{flag: "compat", group: groupScope, bind: func(f *scavengeFlags) any { return &f.compat }, schedule: "Pass.Compat",
-		help: `"temporal": exactly Temporal's scavenger, with Temporal's knob values`},
+		help: `"temporal": exactly Temporal's scavenger, with Temporal's knob values at Temporal's pace (no controller: --pace full unless set)`},
 	{flag: "dry-run", short: "n", group: groupScope, bind: func(f *scavengeFlags) any { return &f.dryRun }, schedule: "Pass.DryRun",
 		help: "report what would be deleted; delete nothing"},
 	{flag: "grace", group: groupScope, bind: func(f *scavengeFlags) any { return &f.grace }, schedule: "Pass.Grace", zeroDefault: true,
@@ -160,8 +160,9 @@ var passSettings = []setting{
 		zeroDefault: true, effective: func(c scavenger.Config) string { return shortDuration(c.LockCheckInterval) },
 		notScheduled: "a scheduled pass uses the default",
 		help:         "how often a pass checks that it still holds its lock: one that lost it stops within this and one check (" + shortDuration(scavenger.DefaultLockCheckTimeout) + ") " + byMode(defaults.LockCheckInterval, temporalConfig.LockCheckInterval)},
-	{flag: "pace", group: groupPace, bind: func(f *scavengeFlags) any { return &f.paceMode }, value: string(scavenger.PaceGentle), schedule: "Pass.Mode",
-		help: paceHelp},
+	{flag: "pace", group: groupPace, bind: func(f *scavengeFlags) any { return &f.paceMode }, schedule: "Pass.Mode",
+		effective: func(c scavenger.Config) string { return string(c.Mode) },
+		help:      paceHelp + " " + byMode(defaults.Mode, temporalConfig.Mode)},
 	{flag: "temporal-metrics", group: groupPace, bind: func(f *scavengeFlags) any { return &f.temporalMetrics },
 		notScheduled: "a scheduled pass does not carry it",
 		help:         "Temporal's Prometheus endpoint (matching's, history's; repeatable): the gentle pace backs off on its persistence_latency of CreateTasks, GetTasks, UpdateWorkflowExecution and AppendHistoryNodes, scraped every second (default none)"},
@@ -177,7 +178,7 @@ var passSettings = []setting{
 }
 
 // paceHelp is --pace's help: the trade of each pace.
-const paceHelp = `gentle: back off (fewer statements at once, pauses) while the database is slower than its quiet baseline, within a floor that keeps the pass moving; full: no controller, the fastest safe pass, for a maintenance window or a copy: on a rollback-journal SQLite file it also shares commits and pipelines deletes, which beside a live Temporal server made its workflows 70-130% slower. Both delete the same rows; serve takes a new pace at SIGHUP from the next statement`
+const paceHelp = `gentle: back off (fewer statements at once, pauses) while the database is slower than its quiet baseline, within a floor that keeps the pass moving; full: no controller, the fastest safe pass, for a maintenance window or a copy: on a rollback-journal SQLite file it also shares commits and pipelines deletes (not with --compat=temporal, which commits each statement as Temporal does), which beside a live Temporal server made its workflows 70-130% slower. Both delete the same rows; serve takes a new pace at SIGHUP from the next statement`
 
 // passSetting returns the row of the pass setting whose flag is name.
 func passSetting(name string) (setting, bool) {

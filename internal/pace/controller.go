@@ -6,7 +6,8 @@ import "time"
 // statements at once (between 1 and Config.Workers) and, after each,
 // pauses for its latency × (1/share − 1) before the next takes the slot:
 // share is the fraction of time a slot spends in the database. A window
-// whose median exceeds Config.Factor × its signal's baseline halves
+// whose median exceeds Config.Factor × its signal's baseline, and the
+// baseline by at least minHarm, halves
 // allowed, share and the batch size's cap (multiplicative decrease:
 // smaller statements are shorter bursts); a quiet window raises share by
 // 1/8, then allowed by one, then the batch cap by an eighth of
@@ -32,6 +33,11 @@ const (
 	minShare = 1.0 / 4
 	maxPause = time.Second
 	minBatch = 64
+	// minHarm is the least slowdown that counts as harm, whatever the
+	// ratio: on an idle database a 135 µs statement that takes 365 µs is
+	// jitter, and backing off for it made an idle SQLite pass 4.5 times
+	// slower than the full pace.
+	minHarm = time.Millisecond
 	// sqliteDuty is the most of the time a gentle pass holds a SQLite
 	// database.
 	sqliteDuty = 0.25
@@ -75,7 +81,7 @@ type decision struct {
 // median, of a signal whose quiet baseline is baseline. It is a pure
 // function of its inputs: no clock, no I/O, no state.
 func decide(lv levers, lim limits, factor float64, median, baseline time.Duration) decision {
-	if float64(median) > factor*float64(baseline) {
+	if float64(median) > factor*float64(baseline) && median-baseline >= minHarm {
 		atFloor := lv.allowed == 1 && lv.share <= minShare && lv.batchCap <= lim.minBatch()
 		return decision{levers: levers{
 			allowed:  max(1, lv.allowed/2),

@@ -55,14 +55,17 @@ type Pacer struct {
 	mu   sync.Mutex
 	slot sync.Cond // a slot freed, allowed grew, the pace changed, or stop
 	// full is the full pace: no cap, no pause, no adjustment.
-	full    bool
-	lim     limits
-	lv      levers
-	slots   slots
-	rb      rebase
-	kinds   map[kind]*window
-	probe   window
-	signals map[string]*window // outside signals: observeSignal
+	full bool
+	// wholeDatabase is Config.WholeDatabase; alone, that the database
+	// is proven to have no other user (alone.go).
+	wholeDatabase, alone bool
+	lim                  limits
+	lv                   levers
+	slots                slots
+	rb                   rebase
+	kinds                map[kind]*window
+	probe                window
+	signals              map[string]*window // outside signals: observeSignal
 	// lastSignal is what the last window measured, lastRatio its median
 	// over its baseline.
 	lastSignal string
@@ -98,6 +101,7 @@ func New(c Config) *Pacer {
 		// One statement at a time, so that the share is the database's:
 		// four slots each in it a quarter of the time would keep it busy.
 		p.lim.maxShare, p.lv.share, p.lim.workers = sqliteDuty, sqliteDuty, 1
+		p.wholeDatabase = true
 	}
 	p.rb.last = p.now()
 	p.slot.L = &p.mu
@@ -121,6 +125,25 @@ func (p *Pacer) SetFull(full bool) {
 	}
 	p.slot.Broadcast()
 	p.mu.Unlock()
+}
+
+// setAlone sets whether a whole-database writer's database is proven to
+// have no other user: alone, the duty cycle's cap on the share is lifted
+// (and the share starts at 1); no longer alone, it is back.
+func (p *Pacer) setAlone(alone bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.wholeDatabase || p.alone == alone {
+		return
+	}
+	p.alone = alone
+	if alone {
+		p.lim.maxShare, p.lv.share, p.rb.saved.share = 1, 1, 1
+	} else {
+		p.lim.maxShare = sqliteDuty
+		p.lv.share, p.rb.saved.share = min(p.lv.share, sqliteDuty), min(p.rb.saved.share, sqliteDuty)
+	}
+	p.slot.Broadcast()
 }
 
 // setBatchCap sets the cap of the pass's batch sizes (under mu).
@@ -150,6 +173,9 @@ type Snapshot struct {
 	Ratio  float64
 	// Rebasing: the pass is re-measuring its baselines.
 	Rebasing bool
+	// Alone: the store's database is proven to have no other user, so
+	// the whole-database writer's duty cycle is lifted (alone.go).
+	Alone bool
 	// Backoffs counts the windows that backed off; FloorHits those that
 	// found harm with the pass already at its floor; Increases the quiet
 	// windows.
@@ -165,7 +191,7 @@ func (p *Pacer) Snapshot() Snapshot {
 	defer p.mu.Unlock()
 	s := Snapshot{
 		InFlight: p.slots.running(), Allowed: p.lv.allowed, Share: p.lv.share, BatchCap: p.lv.batchCap,
-		Signal: p.lastSignal, Ratio: p.lastRatio, Rebasing: p.rb.on,
+		Signal: p.lastSignal, Ratio: p.lastRatio, Rebasing: p.rb.on, Alone: p.alone,
 		Backoffs: p.decreases, FloorHits: p.floorHits, Increases: p.increases,
 		MinAllowed: p.minAllowed, MinShare: p.minShare,
 	}

@@ -79,7 +79,7 @@ func (p *Pacer) endRebase() {
 	p.rb.on = false
 	p.probe.quiet = p.probe.quiet[:0]
 	p.lv.allowed = max(1, p.rb.saved.allowed)
-	p.lv.share = p.rb.saved.share
+	p.lv.share = min(p.rb.saved.share, p.lim.maxShare)
 	p.rb.last = p.now()
 	p.slot.Broadcast()
 }
