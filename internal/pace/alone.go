@@ -32,16 +32,9 @@ func StartAloneWatch(ctx context.Context, st store.Store, p *Pacer, log *slog.Lo
 	if !ok || p == nil || !p.wholeDatabase {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return background(ctx, func(ctx context.Context) {
 		watchAlone(ctx, ap, p, log, stop, aloneEvery)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	})
 }
 
 // watchAlone checks every every until ctx ends or stop closes.

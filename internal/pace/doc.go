@@ -29,7 +29,9 @@
 //   - statements.go, probe.go, temporal.go (with promtext.go): the
 //     signal sources, the pass's own statements (Run), the probe
 //     connection (StartProbe) and Temporal's persistence_latency
-//     (StartTemporalMetrics).
+//     (StartTemporalMetrics); alone.go, the proof that a whole-database
+//     writer's database has no other user (StartAloneWatch), which lifts
+//     the duty cycle; background.go, how each runs beside a pass.
 //   - limit.go: the token-bucket rate limits (Limiter).
 //   - batcher.go: the adaptive batch size (Batcher), the controller's
 //     third lever.

@@ -42,17 +42,10 @@ func StartProbe(ctx context.Context, st store.Store, p *Pacer, log *slog.Logger,
 		}
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return background(ctx, func(ctx context.Context) {
 		defer probe.Close()
 		runProbe(ctx, probe, p, log, stop, probeEvery)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	})
 }
 
 // runProbe probes every every until ctx ends, stop closes or the probe

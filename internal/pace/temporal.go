@@ -66,16 +66,9 @@ func StartTemporalMetrics(ctx context.Context, endpoints []string, p *Pacer, log
 	if len(endpoints) == 0 || p == nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return background(ctx, func(ctx context.Context) {
 		runTemporalMetrics(ctx, endpoints, p, log, stop, temporalScrapeEvery)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	})
 }
 
 // runTemporalMetrics scrapes every every until ctx ends, stop closes or
